@@ -1,0 +1,50 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Earshot",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "EarshotCore", targets: ["EarshotCore"]),
+        .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
+        .executable(name: "earshot", targets: ["earshot"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C libraries from Debian packages. Only their one Swift wrapper imports each.
+        .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+
+        // Thin typed wrapper over FFTW's single-precision real FFT.
+        .target(name: "FFTW", dependencies: ["CFFTW"]),
+
+        // Pure core: DSP, fingerprints, signature and catalog formats, matcher, media-item rules.
+        .target(name: "EarshotCore", dependencies: ["FFTW"]),
+
+        // Audio in: file decoding (libsndfile), sample-rate conversion (soxr), signature generation.
+        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "CSndfile", "CSoxr"]),
+
+        // Synthetic audio and helpers shared by tests and benchmarks.
+        .target(name: "EarshotTestSupport", dependencies: ["EarshotCore"]),
+
+        .executableTarget(
+            name: "earshot",
+            dependencies: [
+                "EarshotCore", "EarshotAudio",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "earshot-bench",
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"],
+            path: "benchmarks/Sources/earshot-bench"
+        ),
+
+        .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
+    ]
+)

@@ -1,0 +1,91 @@
+/// A reference recording in a catalog: its signature and the media items it represents.
+public struct CatalogReference: Sendable, Equatable {
+    public var signature: Signature
+    public var mediaItems: [MediaItem]
+
+    public init(signature: Signature, mediaItems: [MediaItem]) {
+        self.signature = signature
+        self.mediaItems = mediaItems
+    }
+}
+
+/// An editable catalog of reference signatures (`SHCustomCatalog`).
+///
+/// Build it in memory, then write its `dataRepresentation()` to an `.earcat` file; match against
+/// the file through `MappedCatalog`, which reads the index in place. A catalog read back from a
+/// file can be edited and written again: it keeps the reference signatures.
+public struct CustomCatalog: Sendable, Equatable {
+    /// Queries shorter than this carry too little to match and are refused (seconds).
+    public var minimumQuerySignatureDuration: Double = 1
+    /// Queries longer than this are refused (seconds); also the live prerecording window.
+    public var maximumQuerySignatureDuration: Double = 12
+    public private(set) var references: [CatalogReference] = []
+
+    public init() {}
+
+    /// Total audio duration of the references, in seconds.
+    public var totalDuration: Double { references.reduce(0) { $0 + $1.signature.duration } }
+
+    /// Adds a reference signature representing one or more media items.
+    public mutating func addReferenceSignature(_ signature: Signature, representing mediaItems: [MediaItem]) throws(EarshotError) {
+        guard !mediaItems.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
+        for item in mediaItems { try item.validate() }
+        let frames = CatalogLayout.frameCount(for: signature.duration) + CatalogLayout.referenceGapFrames
+        guard CatalogLayout.timelineFrames(of: references) + frames <= CatalogLayout.maximumTimelineFrames else {
+            throw .catalogInvalid("catalog would exceed \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
+        }
+        references.append(CatalogReference(signature: signature, mediaItems: mediaItems))
+    }
+
+    /// Adds every reference of `other` (`SHCustomCatalog.add(from:)`). The query limits become
+    /// the loosest of the two, so no reference loses the queries it accepted.
+    public mutating func merge(_ other: CustomCatalog) throws(EarshotError) {
+        for r in other.references { try addReferenceSignature(r.signature, representing: r.mediaItems) }
+        minimumQuerySignatureDuration = min(minimumQuerySignatureDuration, other.minimumQuerySignatureDuration)
+        maximumQuerySignatureDuration = max(maximumQuerySignatureDuration, other.maximumQuerySignatureDuration)
+    }
+
+    /// Removes the reference at `index`.
+    public mutating func removeReference(at index: Int) {
+        references.remove(at: index)
+    }
+
+    /// Replaces the media items of the reference at `index`.
+    public mutating func setMediaItems(_ items: [MediaItem], forReferenceAt index: Int) throws(EarshotError) {
+        guard !items.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
+        for item in items { try item.validate() }
+        references[index].mediaItems = items
+    }
+
+    /// Checks the query limits.
+    public func validateLimits() throws(EarshotError) {
+        guard minimumQuerySignatureDuration.isFinite, maximumQuerySignatureDuration.isFinite,
+            minimumQuerySignatureDuration > 0, minimumQuerySignatureDuration <= maximumQuerySignatureDuration
+        else {
+            throw .catalogInvalid(
+                "query limits \(minimumQuerySignatureDuration)–\(maximumQuerySignatureDuration) s are not a valid range")
+        }
+    }
+
+    /// The `.earcat` file contents: header, section table, references, index, peaks, metadata.
+    public func dataRepresentation() throws(EarshotError) -> [UInt8] {
+        try validateLimits()
+        return try CatalogWriter.encode(self)
+    }
+
+    /// Reads an `.earcat` image fully (structure and every checksum) into an editable catalog.
+    public init(dataRepresentation data: [UInt8]) throws(EarshotError) {
+        let mapped = try MappedCatalog(bytes: data, verification: .full)
+        try self.init(mapped)
+    }
+
+    /// Rebuilds the editable catalog from a mapped one.
+    public init(_ mapped: MappedCatalog) throws(EarshotError) {
+        minimumQuerySignatureDuration = mapped.minimumQuerySignatureDuration
+        maximumQuerySignatureDuration = mapped.maximumQuerySignatureDuration
+        for i in 0..<mapped.referenceCount {
+            references.append(CatalogReference(signature: try mapped.signature(ofReference: i),
+                                               mediaItems: try mapped.mediaItems(ofReference: i)))
+        }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+
+/// A catalog read in place from an `.earcat` image (`SHCustomCatalog` as a session uses it).
+///
+/// Opening checks the header, the section table, every section's bounds and the checksums of the
+/// small sections; it does not read the index, so it takes the same time for any catalog size.
+/// `.full` verification also checksums the index and peak sections (done for edits and uploads).
+/// Lookups read the mapped arrays directly, bounds-checking each bucket: a corrupt index can give
+/// wrong postings but never an out-of-bounds read.
+public final class MappedCatalog: @unchecked Sendable {
+    public enum Verification: Sendable { case structure, full }
+
+    /// One reference's place on the global frame axis.
+    public struct Reference: Sendable {
+        public let startFrame: Int
+        public let frameCount: Int
+        public let duration: Double
+        let peaksOffset: Int
+        let peakCount: Int
+        let metadataOffset: Int
+        let metadataLength: Int
+    }
+
+    private let storage: CatalogBytes
+    public let minimumQuerySignatureDuration: Double
+    public let maximumQuerySignatureDuration: Double
+    public let references: [Reference]
+    public let entryCount: Int
+    public let timelineFrames: Int
+    private let directoryBits: UInt32
+    private let directory: UnsafePointer<UInt32>
+    private let keyLow: UnsafePointer<UInt16>
+    private let values: UnsafePointer<UInt32>
+    private let peaksSection: UnsafeRawBufferPointer
+    private let metadataSection: UnsafeRawBufferPointer
+    private let referenceStarts: [Int]
+
+    public var referenceCount: Int { references.count }
+    /// Size of the image in bytes.
+    public var byteCount: Int { storage.bytes.count }
+    /// Total reference audio, in seconds.
+    public var totalDuration: Double { references.reduce(0) { $0 + $1.duration } }
+
+    /// Maps and validates the file at `path`.
+    public convenience init(contentsOf path: String, verification: Verification = .structure) throws(EarshotError) {
+        do {
+            try self.init(storage: CatalogBytes.map(path: path), verification: verification)
+        } catch let e where e.message.hasPrefix(path) {
+            throw e
+        } catch {
+            throw error.prefixed(path)
+        }
+    }
+
+    /// Validates an in-memory image (copied once into aligned memory).
+    public convenience init(bytes: [UInt8], verification: Verification = .structure) throws(EarshotError) {
+        try self.init(storage: CatalogBytes.copy(of: bytes), verification: verification)
+    }
+
+    public init(storage: CatalogBytes, verification: Verification) throws(EarshotError) {
+        self.storage = storage
+        let raw = storage.bytes
+        var r = ByteReader(raw) { .catalogInvalid($0) }
+        guard raw.count >= CatalogLayout.headerSize else {
+            throw .catalogInvalid("truncated: \(raw.count) bytes is shorter than the \(CatalogLayout.headerSize)-byte header")
+        }
+        guard try r.readBytes(8, "magic").elementsEqual(CatalogLayout.magic) else {
+            throw .catalogInvalid("not an Earshot catalog (bad magic number)")
+        }
+        let version = try r.read(UInt16.self, "version")
+        guard version == CatalogLayout.formatVersion else {
+            throw .catalogInvalid("unsupported catalog format version \(version) (this build reads \(CatalogLayout.formatVersion))")
+        }
+        guard try r.read(UInt16.self, "header size") == CatalogLayout.headerSize else {
+            throw .catalogInvalid("unexpected header size")
+        }
+        let sectionCount = Int(try r.read(UInt16.self, "section count"))
+        guard sectionCount == CatalogLayout.Section.allCases.count else {
+            throw .catalogInvalid("expected \(CatalogLayout.Section.allCases.count) sections, header says \(sectionCount)")
+        }
+        _ = try r.read(UInt16.self, "reserved")
+        let rate = try r.read(UInt32.self, "sample rate")
+        let fft = try r.read(UInt16.self, "FFT size")
+        let hop = try r.read(UInt16.self, "hop size")
+        guard Double(rate) == FingerprintParameters.sampleRate, Int(fft) == FingerprintParameters.fftSize,
+            Int(hop) == FingerprintParameters.hopSize
+        else { throw .catalogInvalid("built with other analysis parameters (\(rate) Hz, FFT \(fft), hop \(hop))") }
+        let bits = try r.read(UInt32.self, "directory bits")
+        let referenceCount = Int(try r.read(UInt32.self, "reference count"))
+        let entries = try r.read(UInt64.self, "entry count")
+        let timeline = try r.read(UInt64.self, "timeline frames")
+        let minQuery = try r.readDouble("minimum query duration")
+        let maxQuery = try r.readDouble("maximum query duration")
+        let tableEnd = CatalogLayout.headerSize + sectionCount * CatalogLayout.sectionEntrySize
+        guard raw.count >= tableEnd else { throw .catalogInvalid("truncated inside the section table") }
+        let storedCRC = raw.loadUnaligned(fromByteOffset: CatalogLayout.headerChecksummed, as: UInt32.self).littleEndian
+        let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[CatalogLayout.headerSize..<tableEnd]),
+                                 continuing: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<CatalogLayout.headerChecksummed])))
+        guard crc == storedCRC else { throw .catalogInvalid("header checksum mismatch (file corrupt)") }
+        guard (4...22).contains(bits), entries <= UInt64(Int32.max), timeline <= UInt64(CatalogLayout.maximumTimelineFrames),
+            minQuery.isFinite, maxQuery.isFinite, minQuery > 0, minQuery <= maxQuery
+        else { throw .catalogInvalid("header fields out of range") }
+
+        // Section table: bounds, alignment, expected sizes, checksums.
+        var sections = [CatalogLayout.Section: UnsafeRawBufferPointer]()
+        var t = ByteReader(raw, offset: CatalogLayout.headerSize) { .catalogInvalid($0) }
+        for _ in 0..<sectionCount {
+            let kindRaw = try t.read(UInt32.self, "section kind")
+            _ = try t.read(UInt32.self, "section flags")
+            let offset = try t.read(UInt64.self, "section offset")
+            let length = try t.read(UInt64.self, "section length")
+            let sectionCRC = try t.read(UInt32.self, "section checksum")
+            _ = try t.read(UInt32.self, "reserved")
+            guard let kind = CatalogLayout.Section(rawValue: kindRaw), sections[kind] == nil else {
+                throw .catalogInvalid("unknown or repeated section kind \(kindRaw)")
+            }
+            guard offset % UInt64(CatalogLayout.sectionAlignment) == 0, offset >= UInt64(tableEnd),
+                offset <= UInt64(raw.count), length <= UInt64(raw.count) - offset
+            else {
+                throw .catalogInvalid("truncated: section \(kind) (\(length) bytes at \(offset)) lies outside the \(raw.count)-byte file")
+            }
+            let bytes = UnsafeRawBufferPointer(rebasing: raw[Int(offset)..<Int(offset + length)])
+            let small: Set<CatalogLayout.Section> = [.references, .metadata]
+            if verification == .full || small.contains(kind) {
+                guard CRC32.checksum(bytes) == sectionCRC else {
+                    throw .catalogInvalid("checksum mismatch in section \(kind) (file corrupt)")
+                }
+            }
+            sections[kind] = bytes
+        }
+        let expected: [CatalogLayout.Section: Int] = [
+            .references: referenceCount * CatalogLayout.referenceRecordSize,
+            .directory: ((1 << Int(bits)) + 1) * 4,
+            .keyLow: Int(entries) * 2,
+            .values: Int(entries) * 4,
+        ]
+        for (kind, size) in expected where sections[kind]!.count != size {
+            throw .catalogInvalid("section \(kind) is \(sections[kind]!.count) bytes, expected \(size)")
+        }
+
+        // References: sorted, inside the timeline, pointing inside their sections.
+        let peaks = sections[.peaks]!, metadata = sections[.metadata]!
+        var refs = [Reference]()
+        refs.reserveCapacity(referenceCount)
+        var rr = ByteReader(sections[.references]!) { .catalogInvalid($0) }
+        var previousEnd = 0
+        for i in 0..<referenceCount {
+            let start = Int(try rr.read(UInt32.self, "reference start"))
+            let frames = Int(try rr.read(UInt32.self, "reference frames"))
+            let duration = try rr.readDouble("reference duration")
+            let peaksOffset = try rr.read(UInt64.self, "peaks offset")
+            let peakCount = Int(try rr.read(UInt32.self, "peak count"))
+            let metaOffset = Int(try rr.read(UInt32.self, "metadata offset"))
+            let metaLength = Int(try rr.read(UInt32.self, "metadata length"))
+            _ = try rr.read(UInt32.self, "reserved")
+            guard start >= previousEnd, frames > 0, start + frames <= Int(timeline), duration.isFinite, duration > 0,
+                peaksOffset <= UInt64(peaks.count), UInt64(peakCount) * 8 <= UInt64(peaks.count) - peaksOffset,
+                metaOffset <= metadata.count, metaLength <= metadata.count - metaOffset
+            else { throw .catalogInvalid("reference \(i) record is inconsistent") }
+            previousEnd = start + frames
+            refs.append(Reference(startFrame: start, frameCount: frames, duration: duration, peaksOffset: Int(peaksOffset),
+                                  peakCount: peakCount, metadataOffset: metaOffset, metadataLength: metaLength))
+        }
+        references = refs
+        referenceStarts = refs.map(\.startFrame)
+        minimumQuerySignatureDuration = minQuery
+        maximumQuerySignatureDuration = maxQuery
+        entryCount = Int(entries)
+        timelineFrames = Int(timeline)
+        directoryBits = bits
+        directory = sections[.directory]!.baseAddress!.assumingMemoryBound(to: UInt32.self)
+        keyLow = (sections[.keyLow]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt16.self)
+        values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
+        peaksSection = peaks
+        metadataSection = metadata
+    }
+
+    /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`.
+    /// Reads the mapped arrays in place; no allocation.
+    @inline(__always)
+    public func forEachPosting(of key: UInt32, _ body: (UInt32) -> Void) {
+        let bucket = Int(key >> (32 - directoryBits))
+        let lo = Int(directory[bucket]), hi = Int(directory[bucket + 1])
+        guard lo <= hi, hi <= entryCount else { return }  // corrupt directory: skip the bucket
+        let low = UInt16(truncatingIfNeeded: key)
+        var i = lo
+        while i < hi {
+            if keyLow[i] == low { body(values[i]) }
+            i += 1
+        }
+    }
+
+    /// The reference containing global `frame`, if any.
+    public func referenceIndex(containing frame: Int) -> Int? {
+        var lo = 0, hi = referenceStarts.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if referenceStarts[mid] <= frame { lo = mid + 1 } else { hi = mid }
+        }
+        let i = lo - 1
+        guard i >= 0, frame < references[i].startFrame + references[i].frameCount else { return nil }
+        return i
+    }
+
+    private struct StoredItems: Codable { var mediaItems: [MediaItem] }
+
+    /// Decodes the media items of reference `index` (metadata is read only when needed).
+    public func mediaItems(ofReference index: Int) throws(EarshotError) -> [MediaItem] {
+        let ref = references[index]
+        let bytes = UnsafeRawBufferPointer(rebasing: metadataSection[ref.metadataOffset..<(ref.metadataOffset + ref.metadataLength)])
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        do {
+            return try decoder.decode(StoredItems.self, from: Data(bytes)).mediaItems
+        } catch {
+            throw .catalogInvalid("media items of reference \(index) are not valid: \(error)")
+        }
+    }
+
+    /// The reference signature of reference `index`, decoded from the peaks section.
+    public func signature(ofReference index: Int) throws(EarshotError) -> Signature {
+        let ref = references[index]
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: peaksSection[ref.peaksOffset..<(ref.peaksOffset + ref.peakCount * 8)])) {
+            .catalogInvalid($0)
+        }
+        var peaks = [Peak]()
+        peaks.reserveCapacity(ref.peakCount)
+        for _ in 0..<ref.peakCount {
+            let t = try r.read(UInt32.self, "peak time")
+            let b = try r.read(UInt16.self, "peak bin")
+            let m = try r.read(Int16.self, "peak magnitude")
+            peaks.append(Peak(time: Float(t) / 64, bin: Float(b) / 64, magnitude: Float(m) / 256))
+        }
+        do { return try Signature(duration: ref.duration, peaks: peaks) } catch {
+            throw .catalogInvalid("reference \(index) signature is not valid: \(error.message)")
+        }
+    }
+}

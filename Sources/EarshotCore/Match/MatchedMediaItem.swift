@@ -1,0 +1,44 @@
+/// A media item found by a match, with where and how the query matched (`SHMatchedMediaItem`).
+public struct MatchedMediaItem: Sendable, Equatable {
+    public var mediaItem: MediaItem
+    /// Position in the reference (seconds) that matches the start of the query; negative when the
+    /// query begins with audio that precedes the reference.
+    public var matchOffset: Double
+    /// Position in the reference that matches "now": the end of the query, moved on by wall-clock
+    /// time in live sessions, scaled by the measured speed.
+    public var predictedCurrentMatchOffset: Double
+    /// Measured pitch change of the query against the reference: 0.04 means 100 Hz became 104 Hz.
+    public var frequencySkew: Double
+    /// Measured playback-rate change: 0.04 means the query runs 4 % faster than the reference.
+    public var timeSkew: Double
+    /// 0…1; audio not in the catalog scores low.
+    public var confidence: Double
+    /// Index of the matched reference in its catalog.
+    public var referenceIndex: Int
+
+    public init(mediaItem: MediaItem, matchOffset: Double, predictedCurrentMatchOffset: Double, frequencySkew: Double,
+                timeSkew: Double, confidence: Double, referenceIndex: Int) {
+        self.mediaItem = mediaItem
+        self.matchOffset = matchOffset
+        self.predictedCurrentMatchOffset = predictedCurrentMatchOffset
+        self.frequencySkew = frequencySkew
+        self.timeSkew = timeSkew
+        self.confidence = confidence
+        self.referenceIndex = referenceIndex
+    }
+}
+
+/// The outcome of one match attempt (`SHSession.Result`).
+public enum MatchResult: Sendable {
+    /// Matched items, best first.
+    case match([MatchedMediaItem])
+    /// The query matched nothing in the catalog.
+    case noMatch
+    /// The attempt could not be made.
+    case error(EarshotError)
+
+    public var mediaItems: [MatchedMediaItem] {
+        if case .match(let items) = self { return items }
+        return []
+    }
+}
