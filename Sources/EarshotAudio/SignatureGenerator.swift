@@ -64,3 +64,24 @@ public final class SignatureGenerator {
         return try Signature(duration: duration, peaks: fingerprinter.currentPeaks())
     }
 }
+
+extension SignatureGenerator {
+    /// The signature of a whole audio file (`SHSignatureGenerator.signature(from:)`), decoded in
+    /// blocks so long recordings never sit in memory whole. `progress` receives the fraction done
+    /// (0…1) after each block when the file's length is known.
+    public static func signature(ofFile path: String, progress: ((Double) -> Void)? = nil) throws(EarshotError) -> Signature {
+        let reader = try AudioFileReader(path: path)
+        let generator = SignatureGenerator()
+        var done = 0
+        do {
+            while let block = try reader.read(maxFrames: 1 << 16) {
+                try generator.append(block)
+                done += block.frameCount
+                if let total = reader.frameCount, total > 0 { progress?(min(1, Double(done) / Double(total))) }
+            }
+            return try generator.signature()
+        } catch {
+            throw error.message.contains(path) ? error : error.prefixed(path)
+        }
+    }
+}

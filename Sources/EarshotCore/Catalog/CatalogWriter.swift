@@ -33,11 +33,11 @@ enum CatalogWriter {
             records.append(UInt32(frames))
             records.append(reference.signature.duration)
             records.append(UInt64(peaks.bytes.count))
-            records.append(UInt32(reference.signature.peaks.count))
+            records.append(UInt32(PeakCoding.recordCount(reference.signature.peaks)))
             records.append(UInt32(metadata.bytes.count))
             records.append(UInt32(json.count))
             records.append(UInt32(0))
-            peaks.append(bytes: Signature.encodePeaks(reference.signature.peaks))
+            PeakCoding.encode(reference.signature.peaks, into: &peaks)
             metadata.append(bytes: [UInt8](json))
             start += frames + CatalogLayout.referenceGapFrames
         }

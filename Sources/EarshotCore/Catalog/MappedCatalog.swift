@@ -16,7 +16,7 @@ public final class MappedCatalog: @unchecked Sendable {
         public let frameCount: Int
         public let duration: Double
         let peaksOffset: Int
-        let peakCount: Int
+        let peakRecordCount: Int
         let metadataOffset: Int
         let metadataLength: Int
     }
@@ -103,6 +103,7 @@ public final class MappedCatalog: @unchecked Sendable {
 
         // Section table: bounds, alignment, expected sizes, checksums.
         var sections = [CatalogLayout.Section: UnsafeRawBufferPointer]()
+        var covered: [Range<Int>] = [0..<tableEnd]
         var t = ByteReader(raw, offset: CatalogLayout.headerSize) { .catalogInvalid($0) }
         for _ in 0..<sectionCount {
             let kindRaw = try t.read(UInt32.self, "section kind")
@@ -127,6 +128,19 @@ public final class MappedCatalog: @unchecked Sendable {
                 }
             }
             sections[kind] = bytes
+            covered.append(Int(offset)..<Int(offset + length))
+        }
+        if verification == .full {
+            // Alignment padding is outside every checksum: it must be zero, and nothing may trail.
+            covered.sort { $0.lowerBound < $1.lowerBound }
+            var position = 0
+            for range in covered + [raw.count..<raw.count] {
+                guard range.lowerBound >= position else { throw .catalogInvalid("sections overlap") }
+                guard raw[position..<range.lowerBound].allSatisfy({ $0 == 0 }) else {
+                    throw .catalogInvalid("unexpected bytes between sections at offset \(position) (file corrupt)")
+                }
+                position = range.upperBound
+            }
         }
         let expected: [CatalogLayout.Section: Int] = [
             .references: referenceCount * CatalogLayout.referenceRecordSize,
@@ -149,17 +163,18 @@ public final class MappedCatalog: @unchecked Sendable {
             let frames = Int(try rr.read(UInt32.self, "reference frames"))
             let duration = try rr.readDouble("reference duration")
             let peaksOffset = try rr.read(UInt64.self, "peaks offset")
-            let peakCount = Int(try rr.read(UInt32.self, "peak count"))
+            let peakRecordCount = Int(try rr.read(UInt32.self, "peak record count"))
             let metaOffset = Int(try rr.read(UInt32.self, "metadata offset"))
             let metaLength = Int(try rr.read(UInt32.self, "metadata length"))
             _ = try rr.read(UInt32.self, "reserved")
             guard start >= previousEnd, frames > 0, start + frames <= Int(timeline), duration.isFinite, duration > 0,
-                peaksOffset <= UInt64(peaks.count), UInt64(peakCount) * 8 <= UInt64(peaks.count) - peaksOffset,
+                peaksOffset <= UInt64(peaks.count),
+                UInt64(peakRecordCount) * UInt64(PeakCoding.recordSize) <= UInt64(peaks.count) - peaksOffset,
                 metaOffset <= metadata.count, metaLength <= metadata.count - metaOffset
             else { throw .catalogInvalid("reference \(i) record is inconsistent") }
             previousEnd = start + frames
             refs.append(Reference(startFrame: start, frameCount: frames, duration: duration, peaksOffset: Int(peaksOffset),
-                                  peakCount: peakCount, metadataOffset: metaOffset, metadataLength: metaLength))
+                                  peakRecordCount: peakRecordCount, metadataOffset: metaOffset, metadataLength: metaLength))
         }
         references = refs
         referenceStarts = refs.map(\.startFrame)
@@ -220,17 +235,9 @@ public final class MappedCatalog: @unchecked Sendable {
     /// The reference signature of reference `index`, decoded from the peaks section.
     public func signature(ofReference index: Int) throws(EarshotError) -> Signature {
         let ref = references[index]
-        var r = ByteReader(UnsafeRawBufferPointer(rebasing: peaksSection[ref.peaksOffset..<(ref.peaksOffset + ref.peakCount * 8)])) {
-            .catalogInvalid($0)
-        }
-        var peaks = [Peak]()
-        peaks.reserveCapacity(ref.peakCount)
-        for _ in 0..<ref.peakCount {
-            let t = try r.read(UInt32.self, "peak time")
-            let b = try r.read(UInt16.self, "peak bin")
-            let m = try r.read(Int16.self, "peak magnitude")
-            peaks.append(Peak(time: Float(t) / 64, bin: Float(b) / 64, magnitude: Float(m) / 256))
-        }
+        let end = ref.peaksOffset + ref.peakRecordCount * PeakCoding.recordSize
+        let peaks = try PeakCoding.decode(UnsafeRawBufferPointer(rebasing: peaksSection[ref.peaksOffset..<end]),
+                                          records: ref.peakRecordCount) { .catalogInvalid("reference \(index): \($0)") }
         do { return try Signature(duration: ref.duration, peaks: peaks) } catch {
             throw .catalogInvalid("reference \(index) signature is not valid: \(error.message)")
         }

@@ -19,16 +19,21 @@ public struct Signature: Sendable, Equatable {
         guard !peaks.isEmpty else {
             throw .signatureInvalid("the audio holds no spectral peaks (silence or too quiet)")
         }
-        var previous: Float = 0
         for p in peaks {
-            guard p.time.isFinite, p.bin.isFinite, p.magnitude.isFinite, p.time >= previous - 1,
-                p.bin >= Float(FingerprintParameters.minimumBin) - 1,
-                p.bin <= Float(FingerprintParameters.maximumBin)
-            else { throw .signatureInvalid("peak \(p) is out of order or out of range") }
-            previous = max(previous, p.time)
+            guard p.time.isFinite, p.time >= 0, p.time <= Float(1 << 28), p.magnitude.isFinite,
+                p.bin.isFinite, p.bin >= Float(FingerprintParameters.minimumBin) - 1,
+                p.bin <= Float(FingerprintParameters.maximumBin) + 0.5
+            else { throw .signatureInvalid("peak \(p) is out of range") }
         }
         self.duration = duration
-        self.peaks = peaks
+        // Interpolation can move a peak up to half a frame; keep strict time order for coding
+        // and for the hasher's early exit.
+        // Peaks are kept on the storage grid, so a signature equals its decoded `.earsig`.
+        var sorted = peaks.map(PeakCoding.quantized)
+        if zip(sorted, sorted.dropFirst()).contains(where: { $0.time > $1.time }) {
+            sorted = sorted.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        }
+        self.peaks = sorted
     }
 
     /// Peaks per second of audio.

@@ -8,21 +8,21 @@
 /// 12      4    analysis sample rate (Hz)
 /// 16      2    FFT size            18  2  hop size
 /// 20      8    duration (f64 seconds)
-/// 28      4    peak count N
+/// 28      4    peak record count N
 /// 32      4    CRC-32 of the N peak records
 /// 36      4    CRC-32 of bytes 0..<36
-/// 40    8·N    peaks: u32 time (1/64 frame), u16 bin (1/64 bin), i16 magnitude (1/256 nepers)
+/// 40    4·N    peak records (`PeakCoding`)
 /// ```
 extension Signature {
     static let magic: [UInt8] = Array("EARSIG".utf8) + [0, 1]
     static let formatVersion: UInt16 = 1
     static let headerSize = 40
-    static let peakRecordSize = 8
 
     /// The versioned binary form (`.earsig` file contents).
     public var dataRepresentation: [UInt8] {
         var w = ByteWriter()
-        w.bytes.reserveCapacity(Self.headerSize + peaks.count * Self.peakRecordSize)
+        let body = Self.encodePeaks(peaks)
+        w.bytes.reserveCapacity(Self.headerSize + body.count)
         w.append(bytes: Self.magic)
         w.append(Self.formatVersion)
         w.append(UInt16(Self.headerSize))
@@ -30,8 +30,7 @@ extension Signature {
         w.append(UInt16(FingerprintParameters.fftSize))
         w.append(UInt16(FingerprintParameters.hopSize))
         w.append(duration)
-        w.append(UInt32(peaks.count))
-        let body = Self.encodePeaks(peaks)
+        w.append(UInt32(body.count / PeakCoding.recordSize))
         w.append(CRC32.checksum(body))
         w.append(w.bytes.withUnsafeBytes { CRC32.checksum($0) })
         w.append(bytes: body)
@@ -40,12 +39,8 @@ extension Signature {
 
     static func encodePeaks(_ peaks: [Peak]) -> [UInt8] {
         var w = ByteWriter()
-        w.bytes.reserveCapacity(peaks.count * peakRecordSize)
-        for p in peaks {
-            w.append(UInt32(clamping: Int((p.time * 64).rounded())))
-            w.append(UInt16(clamping: Int((p.bin * 64).rounded())))
-            w.append(Int16(clamping: Int((p.magnitude * 256).rounded())))
-        }
+        w.bytes.reserveCapacity(peaks.count * PeakCoding.recordSize)
+        PeakCoding.encode(peaks, into: &w)
         return w.bytes
     }
 
@@ -83,20 +78,12 @@ extension Signature {
         guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<36])) == headerCRC else {
             throw .signatureInvalid("header checksum mismatch (file corrupt)")
         }
-        guard count <= r.remaining / Self.peakRecordSize, r.remaining == count * Self.peakRecordSize else {
+        guard count <= r.remaining / PeakCoding.recordSize, r.remaining == count * PeakCoding.recordSize else {
             throw .signatureInvalid("truncated or padded: header says \(count) peaks, \(r.remaining) bytes follow")
         }
-        let body = try r.readBytes(count * Self.peakRecordSize, "peaks")
+        let body = try r.readBytes(count * PeakCoding.recordSize, "peaks")
         guard CRC32.checksum(body) == bodyCRC else { throw .signatureInvalid("peak data checksum mismatch (file corrupt)") }
-        var peaks = [Peak]()
-        peaks.reserveCapacity(count)
-        var pr = ByteReader(body) { .signatureInvalid($0) }
-        for _ in 0..<count {
-            let t = try pr.read(UInt32.self, "peak time")
-            let b = try pr.read(UInt16.self, "peak bin")
-            let m = try pr.read(Int16.self, "peak magnitude")
-            peaks.append(Peak(time: Float(t) / 64, bin: Float(b) / 64, magnitude: Float(m) / 256))
-        }
+        let peaks = try PeakCoding.decode(body, records: count) { .signatureInvalid($0) }
         try self.init(duration: duration, peaks: peaks)
     }
 }

@@ -1,0 +1,155 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import EarshotCore
+
+struct CatalogFormatTests {
+    static func makeCatalog() throws -> CustomCatalog {
+        var c = CustomCatalog()
+        for i in 0..<3 {
+            let s = try SyntheticSignature.of(SyntheticMusic.make(seed: UInt64(100 + i), duration: 12))
+            try c.addReferenceSignature(s, representing: [
+                MediaItem(id: "ep\(i)", title: "Episode \(i)", artist: "Studio", genres: ["quiz"],
+                          explicitContent: false, creationDate: Date(timeIntervalSince1970: 1_700_000_000),
+                          customProperties: ["question": .object(["text": .string("2+2?"), "answer": .number(4)])]),
+                MediaItem(id: "ep\(i)-q1", title: "Question 1", timeRanges: [2..<5], frequencySkewRanges: [-0.01..<0.01]),
+            ])
+        }
+        c.maximumQuerySignatureDuration = 10
+        return c
+    }
+
+    @Test func roundTripPreservesEverything() throws {
+        let catalog = try Self.makeCatalog()
+        let data = try catalog.dataRepresentation()
+        let back = try CustomCatalog(dataRepresentation: data)
+        #expect(back.references.count == 3)
+        #expect(back.maximumQuerySignatureDuration == 10)
+        #expect(back.references.map(\.mediaItems) == catalog.references.map(\.mediaItems))
+        #expect(back.references[0].signature.peaks.count == catalog.references[0].signature.peaks.count)
+        #expect(try back.dataRepresentation() == data)
+    }
+
+    @Test func mappedFileOpensAndLooksUp() throws {
+        let data = try Self.makeCatalog().dataRepresentation()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("t-\(UUID()).earcat").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try AtomicFile.write(data, to: path)
+        let mapped = try MappedCatalog(contentsOf: path, verification: .full)
+        #expect(mapped.referenceCount == 3)
+        #expect(mapped.entryCount > 100)
+        // Every reference landmark is found under its key.
+        let s = try mapped.signature(ofReference: 1)
+        var found = 0, total = 0
+        s.peaks.withUnsafeBufferPointer { p in
+            LandmarkHasher.forEachLandmark(p, fanOut: LandmarkHasher.referenceFanOut) { lm, _ in
+                total += 1
+                var hit = false
+                mapped.forEachPosting(of: lm.key) { v in
+                    if Int(v >> 4) == mapped.references[1].startFrame + Int(lm.frame) { hit = true }
+                }
+                if hit { found += 1 }
+            }
+        }
+        #expect(total > 0 && found == total)
+    }
+
+    @Test func mergeAddsReferencesAndLoosensLimits() throws {
+        var a = try Self.makeCatalog()
+        var b = CustomCatalog()
+        b.minimumQuerySignatureDuration = 0.5
+        try b.addReferenceSignature(a.references[0].signature, representing: [MediaItem(id: "x")])
+        try a.merge(b)
+        #expect(a.references.count == 4)
+        #expect(a.minimumQuerySignatureDuration == 0.5)
+        #expect(a.maximumQuerySignatureDuration == 12)
+    }
+
+    @Test func rejectsBadEdits() throws {
+        var c = CustomCatalog()
+        let s = try SyntheticSignature.of(SyntheticMusic.make(seed: 1, duration: 4))
+        #expect(throws: EarshotError.self) { try c.addReferenceSignature(s, representing: []) }
+        #expect(throws: EarshotError.self) { try c.addReferenceSignature(s, representing: [MediaItem(id: "")]) }
+        #expect(throws: EarshotError.self) {
+            try c.addReferenceSignature(s, representing: [MediaItem(timeRanges: [5..<5])])
+        }
+        c.minimumQuerySignatureDuration = 20
+        #expect(throws: EarshotError.self) { try c.dataRepresentation() }
+    }
+
+    @Test func rejectsTruncationAtAnyPoint() throws {
+        let data = try Self.makeCatalog().dataRepresentation()
+        for cut in [0, 8, 95, 96, 200, data.count / 2, data.count - 1] {
+            do {
+                _ = try MappedCatalog(bytes: Array(data[0..<cut]))
+                Issue.record("catalog truncated at \(cut) accepted")
+            } catch {
+                #expect(error.code == 300)
+            }
+        }
+    }
+
+    @Test func rejectsBitFlips() throws {
+        let data = try Self.makeCatalog().dataRepresentation()
+        // Header and section table: every byte.
+        for position in 0..<(96 + 6 * 32) {
+            var corrupt = data
+            corrupt[position] ^= 0x01
+            #expect(throws: EarshotError.self, "flip at \(position) accepted") { try MappedCatalog(bytes: corrupt) }
+        }
+        // Anywhere in the file: full verification catches it.
+        for position in stride(from: 96 + 6 * 32, to: data.count, by: 97) {
+            var corrupt = data
+            corrupt[position] ^= 0x80
+            #expect(throws: EarshotError.self, "flip at \(position) accepted") {
+                try MappedCatalog(bytes: corrupt, verification: .full)
+            }
+        }
+    }
+
+    @Test func rejectsForeignAndOtherVersions() throws {
+        #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
+            try MappedCatalog(bytes: Array("just some text that is long enough to hold a header, honestly it is".utf8) + [UInt8](repeating: 32, count: 64))
+        }
+        var data = try Self.makeCatalog().dataRepresentation()
+        data[8] = 2
+        do {
+            _ = try MappedCatalog(bytes: data)
+            Issue.record("version 2 accepted")
+        } catch {
+            #expect(error.message.contains("version 2"))
+        }
+        let signatureBytes = try SyntheticSignature.of(SyntheticMusic.make(seed: 1, duration: 3)).dataRepresentation
+        #expect(throws: EarshotError.self) { try MappedCatalog(bytes: signatureBytes) }
+    }
+
+    @Test func missingEmptyAndDirectoryPathsNameTheProblem() throws {
+        let dir = FileManager.default.temporaryDirectory.path
+        for (path, reason) in [("/nonexistent/x.earcat", "No such file"), (dir, "not a regular file")] {
+            do {
+                _ = try MappedCatalog(contentsOf: path)
+                Issue.record("\(path) accepted")
+            } catch {
+                #expect(error.message.contains(path))
+                #expect(error.message.contains(reason))
+            }
+        }
+        let empty = dir + "/empty-\(UUID()).earcat"
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        #expect(throws: EarshotError.catalogInvalid("\(empty): file is empty")) { try MappedCatalog(contentsOf: empty) }
+    }
+
+    @Test func atomicWriteReplacesWholeFileAndLeavesNoTemporaries() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aw-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/c.earcat"
+        try AtomicFile.write([1, 2, 3], to: path)
+        try AtomicFile.write([4, 5], to: path)
+        #expect(try AtomicFile.read(path) == [4, 5])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["c.earcat"])
+        #expect(throws: EarshotError.self) { try AtomicFile.write([1], to: dir + "/missing/x") }
+    }
+}

@@ -1,0 +1,132 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import EarshotCore
+
+/// End-to-end recognition on synthetic audio generated here: signature → catalog → match.
+final class MatchingFixture: @unchecked Sendable {
+    static let shared = MatchingFixture()
+    let audio: [[Float]]
+    let intro: [Float]
+    let catalog: MappedCatalog
+
+    private init() {
+        let intro = SyntheticMusic.make(seed: 999, duration: 8)
+        self.intro = intro
+        // References 0–3: distinct music. 4 and 5: different episodes sharing an 8 s intro.
+        var audio = (0..<4).map { SyntheticMusic.make(seed: UInt64(10 + $0), duration: 30) }
+        audio.append(intro + SyntheticMusic.make(seed: 50, duration: 20))
+        audio.append(intro + SyntheticMusic.make(seed: 51, duration: 20))
+        self.audio = audio
+        var catalog = CustomCatalog()
+        for (i, samples) in audio.enumerated() {
+            var items = [MediaItem(id: "ref\(i)", title: "Reference \(i)")]
+            if i == 0 { items.append(MediaItem(id: "ref0-segment", timeRanges: [10..<20])) }
+            try! catalog.addReferenceSignature(try! SyntheticSignature.of(samples), representing: items)
+        }
+        self.catalog = try! MappedCatalog(bytes: try! catalog.dataRepresentation())
+    }
+}
+
+struct MatchingTests {
+    let fixture = MatchingFixture.shared
+    /// A matcher serves one thread at a time; tests run in parallel, so each gets its own.
+    let matcher = Matcher(catalog: MatchingFixture.shared.catalog)
+
+    private func match(_ samples: [Float]) throws -> MatchResult {
+        matcher.match(try SyntheticSignature.of(samples))
+    }
+
+    @Test(arguments: [(0, 3.0, 10.0), (1, 17.25, 10.0), (2, 5.5, 3.0), (3, 19.0, 5.0)])
+    func excerptMatchesItsReferenceAndOffset(reference: Int, start: Double, duration: Double) throws {
+        let result = try match(SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: duration))
+        let best = try #require(result.mediaItems.first)
+        #expect(best.mediaItem.id == "ref\(reference)")
+        #expect(abs(best.matchOffset - start) < 0.04)
+        #expect(abs(best.frequencySkew) < 0.003)
+        #expect(abs(best.predictedCurrentMatchOffset - (start + duration)) < 0.06)
+        #expect(best.confidence > 0.5 && best.confidence <= 1)
+    }
+
+    @Test func unrelatedAudioDoesNotMatch() throws {
+        for seed in UInt64(500)..<UInt64(505) {
+            let result = try match(SyntheticMusic.make(seed: seed, duration: 10))
+            guard case .noMatch = result else {
+                Issue.record("unrelated audio matched: \(result.mediaItems.map(\.mediaItem.id))")
+                continue
+            }
+        }
+    }
+
+    @Test func leadingUnknownAudioGivesNegativeOffset() throws {
+        let query = SyntheticMusic.make(seed: 600, duration: 3) + SyntheticSignature.excerpt(fixture.audio[2], start: 0, duration: 7)
+        let best = try #require(try match(query).mediaItems.first)
+        #expect(best.mediaItem.id == "ref2")
+        #expect(abs(best.matchOffset - -3) < 0.05)
+    }
+
+    @Test(arguments: [1.04, 0.97])
+    func speedChangeIsMeasuredAndMappedToReferenceTime(speed: Double) throws {
+        let start = 6.0
+        let source = SyntheticSignature.excerpt(fixture.audio[1], start: start, duration: 10 * speed)
+        let best = try #require(try match(Degradations.changeSpeed(source, by: speed)).mediaItems.first)
+        #expect(best.mediaItem.id == "ref1")
+        #expect(abs(best.matchOffset - start) < 0.06)
+        #expect(abs(best.frequencySkew - (speed - 1)) < 0.005)
+        #expect(abs(best.timeSkew - (speed - 1)) < 0.005)
+        #expect(abs(best.predictedCurrentMatchOffset - (start + 10 * speed)) < 0.1)
+    }
+
+    @Test func noisyQueryStillMatches() throws {
+        let clean = SyntheticSignature.excerpt(fixture.audio[3], start: 12, duration: 10)
+        let best = try #require(try match(Degradations.addWhiteNoise(clean, snr: 0, seed: 3)).mediaItems.first)
+        #expect(best.mediaItem.id == "ref3")
+    }
+
+    @Test func sharedIntroReturnsEveryEpisode() throws {
+        let result = try match(SyntheticSignature.excerpt(fixture.intro, start: 1, duration: 6))
+        let ids = Set(result.mediaItems.map(\.mediaItem.id))
+        #expect(ids == ["ref4", "ref5"])
+        #expect(result.mediaItems.allSatisfy { abs($0.matchOffset - 1) < 0.05 })
+    }
+
+    @Test func timeRangedItemFollowsTheOffset() throws {
+        let inside = try match(SyntheticSignature.excerpt(fixture.audio[0], start: 12, duration: 4)).mediaItems.map(\.mediaItem.id)
+        #expect(inside == ["ref0-segment", "ref0"])
+        let outside = try match(SyntheticSignature.excerpt(fixture.audio[0], start: 22, duration: 4)).mediaItems.map(\.mediaItem.id)
+        #expect(outside == ["ref0"])
+    }
+
+    @Test func queryDurationLimitsAreEnforced() throws {
+        let long = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[0], start: 0, duration: 13))
+        guard case .error(let e) = matcher.match(long) else {
+            Issue.record("13 s query accepted")
+            return
+        }
+        #expect(e.code == 201)
+        let short = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[0], start: 3, duration: 0.5))
+        guard case .error(let e2) = matcher.match(short) else {
+            Issue.record("0.5 s query accepted")
+            return
+        }
+        #expect(e2.message.contains("at least"))
+    }
+
+    @Test func frequencySkewRangesSelectThePitchShiftedCopy() throws {
+        // The same intro indexed twice: unshifted, and pitched up 1.5 % (WWDC22's technique).
+        let base = SyntheticMusic.make(seed: 77, duration: 20)
+        var catalog = CustomCatalog()
+        try catalog.addReferenceSignature(try SyntheticSignature.of(base), representing: [
+            MediaItem(id: "plain", frequencySkewRanges: [-0.005..<0.005]),
+        ])
+        try catalog.addReferenceSignature(try SyntheticSignature.of(Degradations.changeSpeed(base, by: 1.015)), representing: [
+            MediaItem(id: "shifted", frequencySkewRanges: [-0.005..<0.005]),
+        ])
+        let matcher = Matcher(catalog: try MappedCatalog(bytes: try catalog.dataRepresentation()))
+        let plainQuery = try SyntheticSignature.of(SyntheticSignature.excerpt(base, start: 5, duration: 8))
+        #expect(matcher.match(plainQuery).mediaItems.map(\.mediaItem.id) == ["plain"])
+        let shiftedQuery = try SyntheticSignature.of(Degradations.changeSpeed(SyntheticSignature.excerpt(base, start: 5, duration: 8.2), by: 1.015))
+        #expect(matcher.match(shiftedQuery).mediaItems.map(\.mediaItem.id) == ["shifted"])
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Earshot builds and tests with. Safe to run again: it installs
+# only what is missing. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libfftw3-dev      # FFT (single precision)
+  libsndfile1-dev   # WAV/FLAC/Ogg/Opus/MP3 decoding
+  libsoxr-dev       # sample-rate conversion
+  sox libsox-fmt-all  # test fixtures in other formats, tempo changes in the benchmark
+  lame              # MP3 round trips in the benchmark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all Debian packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
