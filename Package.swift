@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
+        .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     dependencies: [

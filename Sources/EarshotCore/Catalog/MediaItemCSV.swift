@@ -35,6 +35,7 @@ public enum MediaItemCSV {
         /// Line of the file on which the row starts (1 is the header).
         public var line: Int
 
+        /// A row for `render`, or as `parse` makes it (`line` is only used in messages).
         public init(file: String? = nil, reference: Int? = nil, item: MediaItem, line: Int = 0) {
             self.file = file
             self.reference = reference
@@ -346,9 +347,12 @@ extension MediaItemCSV {
             do {
                 return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
             } catch {
-                // Strings must be quoted in JSON; say so, since that is the usual slip.
-                throw fail("not a valid JSON value: \(text.count > 40 ? String(text.prefix(40)) + "…" : text) "
-                    + "(text needs JSON quotes, e.g. \"\"\"text\"\"\" in the CSV)")
+                let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+                // Unquoted text is the usual slip: JSON strings need quotes, doubled inside a CSV field.
+                let looksLikeJSON = text.first.map { "{[\"-0123456789".contains($0) } ?? false
+                    || ["true", "false", "null"].contains(where: text.hasPrefix)
+                throw fail("not a valid JSON value: \(shown)"
+                    + (looksLikeJSON ? "" : " (text needs JSON quotes: write \"\"\"text\"\"\" in the CSV)"))
             }
         }
 
@@ -422,12 +426,51 @@ enum RangeList {
 }
 
 /// ISO 8601 dates (`2024-05-01`, midnight UTC) and date-times with a zone (`…T20:15:00Z`,
-/// `…T20:15:00.250+02:00`).
+/// `…T20:15:00.250+02:00`). Parsed by hand so that impossible dates (February 30) are refused
+/// rather than rolled over.
 enum ISODate {
     static func parse(_ text: String) -> Date? {
-        if text.count == 10, let d = formatter([.withFullDate]).date(from: text) { return d }
-        return formatter([.withInternetDateTime, .withFractionalSeconds]).date(from: text)
-            ?? formatter([.withInternetDateTime]).date(from: text)
+        let c = Array(text.utf8)
+        func digits(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= c.count else { return nil }
+            var value = 0
+            for i in range {
+                guard (0x30...0x39).contains(c[i]) else { return nil }
+                value = value * 10 + Int(c[i] - 0x30)
+            }
+            return value
+        }
+        func byte(_ i: Int, _ expected: Character) -> Bool { i < c.count && c[i] == expected.asciiValue }
+        guard let year = digits(0..<4), byte(4, "-"), let month = digits(5..<7), byte(7, "-"), let day = digits(8..<10),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
+        else { return nil }
+        var seconds = Double(daysSinceEpoch(year: year, month: month, day: day)) * 86_400
+        if c.count == 10 { return Date(timeIntervalSince1970: seconds) }
+
+        guard byte(10, "T"), let hour = digits(11..<13), byte(13, ":"), let minute = digits(14..<16), byte(16, ":"),
+            let second = digits(17..<19), hour < 24, minute < 60, second < 60
+        else { return nil }
+        seconds += Double(hour * 3600 + minute * 60 + second)
+        var i = 19
+        if byte(i, ".") {
+            let first = i + 1
+            i = first
+            while i < c.count, (0x30...0x39).contains(c[i]) { i += 1 }
+            guard i > first, let fraction = Double("0." + String(decoding: c[first..<i], as: UTF8.self)) else { return nil }
+            seconds += fraction
+        }
+        if byte(i, "Z") {
+            i += 1
+        } else if byte(i, "+") || byte(i, "-") {
+            guard let h = digits((i + 1)..<(i + 3)), byte(i + 3, ":"), let m = digits((i + 4)..<(i + 6)), h < 24, m < 60
+            else { return nil }
+            let offset = Double(h * 3600 + m * 60)
+            seconds += byte(i, "+") ? -offset : offset
+            i += 6
+        } else {
+            return nil  // a date-time without a zone is ambiguous
+        }
+        return i == c.count ? Date(timeIntervalSince1970: seconds) : nil
     }
 
     static func render(_ date: Date) -> String {
@@ -442,6 +485,24 @@ enum ISODate {
         f.formatOptions = options
         f.timeZone = TimeZone(identifier: "UTC")
         return f
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days from 1970-01-01 in the proleptic Gregorian calendar (the "days from civil" method).
+    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }
 

@@ -19,9 +19,9 @@ public enum FingerprintParameters {
     public static let maximumBin = 256
 
     /// Half-width of the peak neighbourhood in bins: a peak is the largest value within ±this.
-    public static let peakBinRadius = 12
-    /// Half-width of the peak neighbourhood in frames (±88 ms).
-    public static let peakFrameRadius = 11
+    public static let peakBinRadius = 20
+    /// Half-width of the peak neighbourhood in frames (±128 ms).
+    public static let peakFrameRadius = 16
     /// Peaks below this power (about −100 dBFS for a full-scale sine) are ignored: digital silence.
     public static let powerFloor: Float = 1e-6
 }

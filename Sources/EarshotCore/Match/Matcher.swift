@@ -22,6 +22,9 @@ public final class Matcher {
     static let maximumCandidates = 12
     /// Fewest aligned hits that make a match.
     public static let minimumInliers = 8
+    /// How far (bins) an inlier's anchor may sit from where the measured pitch ratio puts it:
+    /// the fine position is stored to 1/8 bin and peaks jitter by about a tenth of a bin.
+    static let binTolerance = 0.3
     /// Stop collecting after this many hits (a pathological catalog must not stall a query).
     static let maximumHits = 400_000
 
@@ -186,22 +189,31 @@ public final class Matcher {
 
         // Frequency skew: median ratio of query to reference anchor frequency over the inliers.
         ratios.removeAll(keepingCapacity: true)
-        var midFrame = 0.0
         for (k, i) in candidateHits.enumerated() where abs(ys[k] - line.intercept - line.slope * xs[k]) <= LineFit.tolerance {
             ratios.append(Double(hitQueryBin[i]) / Double(hitReferenceBin[i]))
-            midFrame += ys[k]
         }
-        midFrame /= Double(ratios.count)
         ratios.sort()
         let pitch = ratios[ratios.count / 2]
+        // Evidence: inliers whose anchor frequency also agrees with that ratio to a fraction of a
+        // bin. The hash only pins the anchor to a 2-bin bucket; chance hits rarely agree finer.
+        var inliers = 0
+        var midFrame = 0.0
+        for (k, i) in candidateHits.enumerated() where abs(ys[k] - line.intercept - line.slope * xs[k]) <= LineFit.tolerance {
+            if abs(Double(hitQueryBin[i]) / pitch - Double(hitReferenceBin[i])) <= Self.binTolerance {
+                inliers += 1
+                midFrame += ys[k]
+            }
+        }
+        guard inliers >= Self.minimumInliers else { return nil }
+        midFrame /= Double(inliers)
         guard let reference = catalog.referenceIndex(containing: Int(midFrame)) else { return nil }
         let speed = Double(Self.speedHypotheses[hypothesis])
         let hop = FingerprintParameters.hopDuration
         return Candidate(
             referenceIndex: reference,
             offset: (line.intercept - Double(catalog.references[reference].startFrame)) * hop,
-            timeScale: line.slope * speed, pitchRatio: pitch, inliers: line.inliers,
-            confidence: Self.confidence(inliers: line.inliers))
+            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers,
+            confidence: Self.confidence(inliers: inliers))
     }
 
     /// Maps aligned-hit counts to 0…1. Chance alignments in a large catalog give a handful of

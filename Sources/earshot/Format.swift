@@ -1,0 +1,48 @@
+import EarshotCore
+import Foundation
+
+/// Number and item formatting for people and for `--json`.
+enum Format {
+    /// "12.34 s".
+    static func seconds(_ value: Double) -> String { String(format: "%.2f s", value) }
+
+    /// "+1.23 %" from a fraction (0.0123).
+    static func percent(_ fraction: Double) -> String { String(format: "%+.2f %%", fraction * 100) }
+
+    /// "1,234,567".
+    static func count(_ value: Int) -> String {
+        let digits = String(value)
+        var out = ""
+        for (k, c) in digits.enumerated() {
+            if k > 0, (digits.count - k) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return out
+    }
+
+    /// What to call an item: its title, subtitle and artist, or its id when it has no title.
+    static func name(of item: MediaItem) -> String {
+        var parts = [item.title ?? item.id]
+        if let subtitle = item.subtitle { parts.append(subtitle) }
+        if let artist = item.artist { parts.append(artist) }
+        return parts.joined(separator: " — ")
+    }
+
+    /// The item as a JSON object: the `MediaItem` Codable form (dates ISO 8601, ranges as
+    /// `[start, end]` pairs).
+    static func json(_ item: MediaItem) -> [String: JSONValue] {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        guard let data = try? encoder.encode(item), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { return ["id": .string(item.id)] }
+        return object
+    }
+
+    /// Pretty, key-sorted JSON text.
+    static func jsonText(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,52 @@
+import EarshotCore
+
+/// Turns input files into reference signatures with progress, for `catalog create/add/update`.
+enum ReferenceInputs {
+    /// Checks that every input exists before the (slow) fingerprinting starts.
+    static func requireAll(_ inputs: [String]) throws(CLIFailure) {
+        for input in inputs { try InputFile.requireFile(input) }
+    }
+
+    /// The signature of each input, in order.
+    static func signatures(of inputs: [String], quiet: Bool) throws(CLIFailure) -> [Signature] {
+        let progress = ProgressLine(total: inputs.count, quiet: quiet)
+        defer { progress.end() }
+        var out: [Signature] = []
+        for (k, input) in inputs.enumerated() {
+            let name = input.split(separator: "/").last.map(String.init) ?? input
+            progress.update(k, name, fraction: 0)
+            let signature = try SignatureInput.load(input) { progress.update(k, name, fraction: $0) }
+            progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(signature.peaks.count) peaks")
+            out.append(signature)
+        }
+        return out
+    }
+
+    /// Adds one reference per input to `catalog` (the catalog at `catalogPath`, for messages).
+    static func add(_ signatures: [Signature], items: [[MediaItem]], to catalog: inout CustomCatalog, catalogPath: String) throws(CLIFailure) {
+        for (signature, mediaItems) in zip(signatures, items) {
+            do { try catalog.addReferenceSignature(signature, representing: mediaItems) } catch {
+                throw .badInput(catalogPath, error)
+            }
+        }
+    }
+
+    /// Refuses new media items whose id an untouched reference already uses, so ids stay unique
+    /// and `catalog remove --id` removes what the author means.
+    static func requireUniqueIDs(
+        _ newItems: [MediaItem], in catalog: CustomCatalog, except replaced: Set<Int> = [], catalogPath: String,
+        rows: [MediaItemCSV.Row], csvPath: String?
+    ) throws(CLIFailure) {
+        var owner: [String: Int] = [:]
+        for (i, reference) in catalog.references.enumerated() where !replaced.contains(i) {
+            for item in reference.mediaItems { owner[item.id] = owner[item.id] ?? i }
+        }
+        for item in newItems {
+            guard let reference = owner[item.id] else { continue }
+            if let csvPath, let row = rows.first(where: { $0.item.id == item.id }) {
+                throw .badInput(csvPath, "line \(row.line), column id: id \"\(item.id)\" is already used by reference \(reference) of \(catalogPath)")
+            }
+            throw .badInput(catalogPath, "reference \(reference) already has a media item with id \"\(item.id)\"; give the new item another id in a media-items CSV")
+        }
+    }
+}

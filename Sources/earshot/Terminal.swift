@@ -1,0 +1,26 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where messages for people go: results on stdout, errors, notes and progress on stderr.
+enum Terminal {
+    /// Writes `text` and a line break to stderr.
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Writes `text` to stderr as is (for progress lines rewritten with "\r").
+    static func errorRaw(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// True when stderr is a terminal, so a progress line can be rewritten in place.
+    static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// Error messages are one line; some core messages embed multi-line descriptions.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+}

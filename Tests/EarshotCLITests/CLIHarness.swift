@@ -1,0 +1,139 @@
+import EarshotCore
+import Foundation
+import Testing
+
+/// Runs the built `earshot` executable as a subprocess.
+enum CLIHarness {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        /// The stderr lines that are error messages (progress lines and notes are not).
+        var errorLines: [String] { stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("earshot:") } }
+    }
+
+    struct MissingExecutable: Error, CustomStringConvertible {
+        var searched: [String]
+        var description: String {
+            "the earshot executable was not found (looked at \(searched.joined(separator: ", "))); "
+                + "build it first with `swift build` (`swift test` builds it too), or set EARSHOT_CLI to its path"
+        }
+    }
+
+    /// The executable: $EARSHOT_CLI, else next to the test bundle (the products folder), else
+    /// `.build/debug/earshot` under the package root found from this file's path.
+    static func executable(filePath: String = #filePath) throws -> String {
+        var candidates: [String] = []
+        if let explicit = ProcessInfo.processInfo.environment["EARSHOT_CLI"] { candidates.append(explicit) }
+        if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() {
+            candidates.append(bundle.appendingPathComponent("earshot").path)
+        }
+        var dir = URL(fileURLWithPath: filePath).deletingLastPathComponent()
+        while dir.path != "/" {
+            if FileManager.default.fileExists(atPath: dir.appendingPathComponent("Package.swift").path) {
+                candidates.append(dir.appendingPathComponent(".build/debug/earshot").path)
+                break
+            }
+            dir.deleteLastPathComponent()
+        }
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw MissingExecutable(searched: candidates)
+        }
+        return found
+    }
+
+    /// Runs `earshot arguments…` in `directory` and collects its exit status and output.
+    static func run(_ arguments: [String], in directory: URL) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try executable())
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        // Output goes to files, not pipes: a full pipe would block the child while we wait.
+        let logs = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: logs) }
+        let out = logs.appendingPathComponent("stdout"), err = logs.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try outHandle.close()
+        try errHandle.close()
+        return Run(status: process.terminationStatus,
+                   stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+                   stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+    }
+}
+
+/// A temporary folder for one test; removed when the test drops it.
+final class Workspace: Sendable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func write(_ name: String, _ bytes: [UInt8]) throws {
+        try Data(bytes).write(to: url.appendingPathComponent(name))
+    }
+
+    func write(_ name: String, text: String) throws { try write(name, Array(text.utf8)) }
+
+    func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: url.appendingPathComponent(name))) }
+
+    func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
+
+    func copy(_ name: String, from other: Workspace, as newName: String? = nil) throws {
+        try FileManager.default.copyItem(atPath: other.path(name), toPath: path(newName ?? name))
+    }
+
+    /// Runs `earshot` with this folder as the working directory.
+    @discardableResult
+    func earshot(_ arguments: String...) throws -> CLIHarness.Run { try CLIHarness.run(arguments, in: url) }
+
+    func earshot(arguments: [String]) throws -> CLIHarness.Run { try CLIHarness.run(arguments, in: url) }
+}
+
+extension JSONValue {
+    /// Object member, or nil.
+    subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    /// Array element, or nil.
+    subscript(index: Int) -> JSONValue? {
+        if case .array(let a) = self, a.indices.contains(index) { return a[index] }
+        return nil
+    }
+
+    var double: Double? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
+
+    var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    var array: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// Parses JSON text (a command's `--json` output).
+    static func parse(_ text: String) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+}
