@@ -42,7 +42,8 @@ struct MatchingTests {
     func excerptMatchesItsReferenceAndOffset(reference: Int, start: Double, duration: Double) throws {
         let result = try match(SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: duration))
         let best = try #require(result.mediaItems.first)
-        #expect(best.mediaItem.id == "ref\(reference)")
+        #expect(best.referenceIndex == reference)
+        #expect(result.mediaItems.contains { $0.mediaItem.id == "ref\(reference)" })
         #expect(abs(best.matchOffset - start) < 0.04)
         #expect(abs(best.frequencySkew) < 0.003)
         #expect(abs(best.predictedCurrentMatchOffset - (start + duration)) < 0.06)
@@ -91,9 +92,12 @@ struct MatchingTests {
         #expect(result.mediaItems.allSatisfy { abs($0.matchOffset - 1) < 0.05 })
     }
 
-    @Test func timeRangedItemFollowsTheOffset() throws {
+    /// Time-ranged items follow the current position (the end of the query), not its start.
+    @Test func timeRangedItemFollowsTheCurrentPosition() throws {
         let inside = try match(SyntheticSignature.excerpt(fixture.audio[0], start: 12, duration: 4)).mediaItems.map(\.mediaItem.id)
         #expect(inside == ["ref0-segment", "ref0"])
+        let enteringRange = try match(SyntheticSignature.excerpt(fixture.audio[0], start: 5, duration: 6)).mediaItems.map(\.mediaItem.id)
+        #expect(enteringRange == ["ref0-segment", "ref0"])
         let outside = try match(SyntheticSignature.excerpt(fixture.audio[0], start: 22, duration: 4)).mediaItems.map(\.mediaItem.id)
         #expect(outside == ["ref0"])
     }

@@ -6,17 +6,21 @@ import Testing
 struct PeakPickerTests {
     /// Straightforward O(area) definition of a peak, to check the streaming van Herk version.
     private func bruteForcePeaks(_ spectra: [[Float]]) -> Set<[Int]> {
-        let bins = spectra[0].count - 2
-        let r = FingerprintParameters.peakBinRadius, tr = FingerprintParameters.peakFrameRadius
+        let bins = FingerprintParameters.maximumBin - FingerprintParameters.minimumBin
+        let guardLow = FingerprintParameters.lowGuardBins
+        let row = spectra[0].count
+        let tr = FingerprintParameters.peakFrameRadius
         var found = Set<[Int]>()
         for c in 0..<spectra.count {
             for k in 0..<bins {
-                let v = spectra[c][k + 1]
+                let v = spectra[c][k + guardLow]
+                let bin = k + FingerprintParameters.minimumBin
+                let r = FingerprintParameters.peakBinRadii.last { $0.firstBin <= bin }!.radius
                 guard v > FingerprintParameters.powerFloor else { continue }
                 var isPeak = true
                 for t in max(0, c - tr)...min(spectra.count - 1, c + tr) {
-                    for j in max(0, k - r)...min(bins - 1, k + r) where !(t == c && j == k) {
-                        let o = spectra[t][j + 1]
+                    for j in max(-guardLow, k - r)...min(row - guardLow - 1, k + r) where !(t == c && j == k) {
+                        let o = spectra[t][j + guardLow]
                         if t == c ? o > v : (t < c ? o > v : o >= v) { isPeak = false }
                     }
                 }
@@ -28,7 +32,7 @@ struct PeakPickerTests {
 
     @Test func streamingPickerEqualsBruteForce() {
         var rng = SystemRandomNumberGenerator()
-        let bins = FingerprintParameters.maximumBin - FingerprintParameters.minimumBin + 2
+        let bins = FingerprintParameters.analysedBinCount
         let spectra = (0..<120).map { _ in (0..<bins).map { _ in Float.random(in: 0.001...1, using: &rng) } }
         var picker = PeakPicker()
         var peaks: [Peak] = []

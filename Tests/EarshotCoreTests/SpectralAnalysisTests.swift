@@ -47,7 +47,7 @@ struct SpectralAnalysisTests {
             let windowed = (0..<n).map { x[start + $0] * hann[$0] }
             let reference = naiveDFT(windowed)
             for (i, power) in frame.enumerated() {
-                let k = i + FingerprintParameters.minimumBin - 1
+                let k = i + FingerprintParameters.minimumBin - FingerprintParameters.lowGuardBins
                 let expected = reference[k].0 * reference[k].0 + reference[k].1 * reference[k].1
                 #expect(abs(Double(power) - expected) <= 1e-3 * max(1, expected))
             }

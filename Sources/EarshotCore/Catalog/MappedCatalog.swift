@@ -190,13 +190,18 @@ public final class MappedCatalog: @unchecked Sendable {
         metadataSection = metadata
     }
 
+    /// Buckets hold about 8 postings; one far longer holds a key that occurs everywhere (a held
+    /// note paired with itself), which says nothing about where a query comes from.
+    public static let maximumBucketLength = 96
+
     /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`.
-    /// Reads the mapped arrays in place; no allocation.
+    /// Reads the mapped arrays in place; no allocation. Skips over-full buckets (see above).
     @inline(__always)
     public func forEachPosting(of key: UInt32, _ body: (UInt32) -> Void) {
         let bucket = Int(key >> (32 - directoryBits))
         let lo = Int(directory[bucket]), hi = Int(directory[bucket + 1])
-        guard lo <= hi, hi <= entryCount else { return }  // corrupt directory: skip the bucket
+        // A corrupt directory must not lead outside the arrays.
+        guard lo <= hi, hi <= entryCount, hi - lo <= Self.maximumBucketLength else { return }
         let low = UInt16(truncatingIfNeeded: key)
         var i = lo
         while i < hi {

@@ -18,10 +18,23 @@ public enum FingerprintParameters {
     /// codecs keep this range; higher peaks rarely survive a living room.
     public static let maximumBin = 256
 
-    /// Half-width of the peak neighbourhood in bins: a peak is the largest value within ±this.
-    public static let peakBinRadius = 20
-    /// Half-width of the peak neighbourhood in frames (±128 ms).
-    public static let peakFrameRadius = 16
+    /// Half-width of the peak neighbourhood in bins, per frequency region: a peak is the largest
+    /// value within ±radius. The radius grows with frequency (about ±0.1 octave, like a
+    /// constant-Q analysis), so peaks spread evenly over octaves instead of crowding the weak top
+    /// octave, whose peaks are the first to drown in a living room's noise.
+    /// Each entry is (first bin of the region, radius).
+    public static let peakBinRadii: [(firstBin: Int, radius: Int)] = [(16, 4), (32, 7), (56, 12), (96, 20), (160, 32)]
+    /// The largest of `peakBinRadii`.
+    public static var maximumPeakBinRadius: Int { peakBinRadii.map(\.radius).max()! }
+    /// Bins analysed below `minimumBin` and above `maximumBin` so that a peak at the band edge is
+    /// compared with the real spectrum beyond it, not with nothing (bass leaking up to 250 Hz
+    /// would otherwise make the lowest bin a peak on every beat).
+    public static var lowGuardBins: Int { peakBinRadii[0].radius }
+    public static var highGuardBins: Int { peakBinRadii[peakBinRadii.count - 1].radius }
+    /// Length of the power spectrum the peak picker receives per frame.
+    static var analysedBinCount: Int { lowGuardBins + maximumBin - minimumBin + highGuardBins }
+    /// Half-width of the peak neighbourhood in frames (±16 ms).
+    public static let peakFrameRadius = 5
     /// Peaks below this power (about −100 dBFS for a full-scale sine) are ignored: digital silence.
     public static let powerFloor: Float = 1e-6
 }

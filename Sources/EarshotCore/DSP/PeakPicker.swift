@@ -1,23 +1,30 @@
 import Foundation
 
 /// Finds spectral peaks in a stream of power spectra: points that are the maximum of their
-/// neighbourhood of ±`peakBinRadius` bins × ±`peakFrameRadius` frames.
+/// neighbourhood of ±radius bins (`peakBinRadii`, growing with frequency) × ±`peakFrameRadius` frames.
 ///
 /// The frequency maximum of each frame is computed with the van Herk/Gil-Werman filter (three
-/// comparisons per bin, whatever the radius); the time test is then made only for the few bins
-/// that are frequency maxima. Frames are kept in a ring of `2·radius + 1`; nothing allocates
+/// comparisons per bin, whatever the radius), once per radius over the span that radius serves;
+/// each bin takes the result of its region's radius. The time test is then made only for the few
+/// bins that are frequency maxima. Frames are kept in a ring of `2·radius + 1`; nothing allocates
 /// per frame except appending found peaks to the caller's array.
 struct PeakPicker {
+    /// Bins where peaks may be found (`minimumBin ..< maximumBin`).
     private let binCount = FingerprintParameters.maximumBin - FingerprintParameters.minimumBin
-    private let binRadius = FingerprintParameters.peakBinRadius
+    /// Power values per frame: the peak bins plus the guard bins on each side.
+    private let rowLength = FingerprintParameters.analysedBinCount
+    private let lowGuard = FingerprintParameters.lowGuardBins
     private let frameRadius = FingerprintParameters.peakFrameRadius
-    private var ringSize: Int { 2 * frameRadius + 1 }
+    private let ringSize = 2 * FingerprintParameters.peakFrameRadius + 1
+    private let maxRadius = FingerprintParameters.maximumPeakBinRadius
+    /// For each radius, the peak bins (from 0) it serves.
+    private let regions: [(radius: Int, bins: Range<Int>)]
 
-    /// Power per ring slot, with one guard bin each side: `(binCount + 2) * ringSize`.
+    /// Power per ring slot: `rowLength * ringSize`.
     private var power: [Float]
-    /// Frequency-neighbourhood maximum per ring slot: `binCount * ringSize`.
+    /// Neighbourhood maximum of each peak bin per ring slot: `binCount * ringSize`.
     private var frequencyMax: [Float]
-    /// Scratch for the van Herk filter: padded input, prefix and suffix maxima.
+    /// Scratch for the van Herk filter: the row padded with −∞, prefix and suffix maxima.
     private var padded: [Float]
     private var prefix: [Float]
     private var suffix: [Float]
@@ -28,25 +35,28 @@ struct PeakPicker {
     private var decidedCount = 0
 
     init() {
-        let slots = 2 * FingerprintParameters.peakFrameRadius + 1
-        let bins = FingerprintParameters.maximumBin - FingerprintParameters.minimumBin
-        power = [Float](repeating: 0, count: (bins + 2) * slots)
-        frequencyMax = [Float](repeating: 0, count: bins * slots)
-        let paddedCount = bins + 2 * FingerprintParameters.peakBinRadius
-        let window = 2 * FingerprintParameters.peakBinRadius + 1
-        let blocks = (paddedCount + window - 1) / window
-        padded = [Float](repeating: -.infinity, count: blocks * window)
+        let radii = FingerprintParameters.peakBinRadii
+        let first = FingerprintParameters.minimumBin
+        regions = radii.indices.map { i in
+            let lo = max(radii[i].firstBin, first) - first
+            let hi = (i + 1 < radii.count ? radii[i + 1].firstBin : FingerprintParameters.maximumBin) - first
+            return (radii[i].radius, lo..<hi)
+        }
+        power = [Float](repeating: 0, count: rowLength * ringSize)
+        frequencyMax = [Float](repeating: 0, count: binCount * ringSize)
+        let widest = 2 * maxRadius + 1
+        padded = [Float](repeating: -.infinity, count: rowLength + 2 * maxRadius + widest)
         prefix = padded
         suffix = padded
     }
 
-    /// Adds one power spectrum (`binCount + 2` values, guard bins included) and appends the
-    /// peaks of the frame that is now fully surrounded to `peaks`.
+    /// Adds one power spectrum (`analysedBinCount` values) and appends the peaks of the frame
+    /// that is now fully surrounded to `peaks`.
     mutating func add(spectrum: UnsafeBufferPointer<Float>, peaks: inout [Peak]) {
         let slot = frameCount % ringSize
-        let stride = binCount + 2
+        let rowLength = self.rowLength
         power.withUnsafeMutableBufferPointer { p in
-            for k in 0..<stride { p[slot * stride + k] = spectrum[k] }
+            for k in 0..<rowLength { p[slot * rowLength + k] = spectrum[k] }
         }
         computeFrequencyMax(slot: slot)
         frameCount += 1
@@ -65,29 +75,35 @@ struct PeakPicker {
     }
 
     private mutating func computeFrequencyMax(slot: Int) {
-        let window = 2 * binRadius + 1
-        let rowLength = binCount + 2
-        let count = padded.count
+        let rowLength = self.rowLength, binCount = self.binCount, maxRadius = self.maxRadius
+        // Peak bin k sits at padded index `origin + k`.
+        let origin = maxRadius + lowGuard
+        let regions = self.regions
         power.withUnsafeBufferPointer { pw in
             padded.withUnsafeMutableBufferPointer { x in
                 prefix.withUnsafeMutableBufferPointer { g in
                     suffix.withUnsafeMutableBufferPointer { h in
                         frequencyMax.withUnsafeMutableBufferPointer { out in
-                            // Real bins sit at padded[binRadius ..< binRadius + binCount]; the rest is −∞.
-                            for k in 0..<binCount { x[binRadius + k] = pw[slot * rowLength + 1 + k] }
-                            var start = 0
-                            while start < count {
-                                var m = -Float.infinity
-                                for i in start..<(start + window) { m = max(m, x[i]); g[i] = m }
-                                m = -.infinity
-                                for i in stride(from: start + window - 1, through: start, by: -1) {
-                                    m = max(m, x[i]); h[i] = m
+                            for j in 0..<rowLength { x[maxRadius + j] = pw[slot * rowLength + j] }
+                            for (r, bins) in regions {
+                                let window = 2 * r + 1
+                                var start = origin + bins.lowerBound - r
+                                let end = origin + bins.upperBound + r
+                                while start < end {
+                                    var m = -Float.infinity
+                                    for i in start..<(start + window) { m = max(m, x[i]); g[i] = m }
+                                    m = -.infinity
+                                    for i in stride(from: start + window - 1, through: start, by: -1) {
+                                        m = max(m, x[i]); h[i] = m
+                                    }
+                                    start += window
                                 }
-                                start += window
-                            }
-                            // Max of x[k ... k + 2r] = max(suffix[k], prefix[k + 2r]).
-                            for k in 0..<binCount {
-                                out[slot * binCount + k] = max(h[k], g[k + window - 1])
+                                // Max of x[i - r ... i + r] = max(suffix[i - r], prefix[i + r]) for blocks
+                                // aligned at the span's start.
+                                for k in bins {
+                                    let i = origin + k
+                                    out[slot * binCount + k] = max(h[i - r], g[i + r])
+                                }
                             }
                         }
                     }
@@ -97,14 +113,15 @@ struct PeakPicker {
     }
 
     private func decide(frame c: Int, peaks: inout [Peak]) {
-        let stride = binCount + 2
+        let rowLength = self.rowLength, binCount = self.binCount, lowGuard = self.lowGuard
         let slot = c % ringSize
         let first = max(0, c - frameRadius)
         let last = min(frameCount - 1, c + frameRadius)
         power.withUnsafeBufferPointer { pw in
             frequencyMax.withUnsafeBufferPointer { fm in
                 for k in 0..<binCount {
-                    let value = pw[slot * stride + 1 + k]
+                    let at = slot * rowLength + lowGuard + k
+                    let value = pw[at]
                     guard value > FingerprintParameters.powerFloor, value >= fm[slot * binCount + k] else { continue }
                     // Earlier frames may tie (≥), later ones must be strictly smaller, so a steady
                     // tone yields one peak rather than one per frame.
@@ -115,12 +132,12 @@ struct PeakPicker {
                     }
                     guard isPeak else { continue }
                     let y0 = log(value)
-                    let yl = log(max(pw[slot * stride + k], 1e-30))
-                    let yr = log(max(pw[slot * stride + 2 + k], 1e-30))
+                    let yl = log(max(pw[at - 1], 1e-30))
+                    let yr = log(max(pw[at + 1], 1e-30))
                     var time = Float(c)
                     if c > 0, c + 1 < frameCount {
-                        let yp = log(max(pw[((c - 1) % ringSize) * stride + 1 + k], 1e-30))
-                        let yn = log(max(pw[((c + 1) % ringSize) * stride + 1 + k], 1e-30))
+                        let yp = log(max(pw[((c - 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
+                        let yn = log(max(pw[((c + 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
                         time += Self.vertexOffset(yp, y0, yn)
                     }
                     let bin = Float(k + FingerprintParameters.minimumBin) + Self.vertexOffset(yl, y0, yr)

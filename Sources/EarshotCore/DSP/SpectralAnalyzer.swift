@@ -23,7 +23,7 @@ final class SpectralAnalyzer {
     }
 
     /// Feeds samples; for every completed frame calls `frame` with the power spectrum of the bins
-    /// `minimumBin - 1 ..< maximumBin + 1` (one guard bin each side for interpolation).
+    /// `minimumBin - lowGuardBins ..< maximumBin + highGuardBins`.
     func process(_ samples: UnsafeBufferPointer<Float>, frame: (UnsafeBufferPointer<Float>) -> Void) {
         let n = FingerprintParameters.fftSize
         let hop = FingerprintParameters.hopSize
@@ -56,8 +56,8 @@ final class SpectralAnalyzer {
         }
         fft.execute()
         // Power into the (now unused) input buffer: saves a buffer and stays allocation-free.
-        let lo = FingerprintParameters.minimumBin - 1
-        let hi = FingerprintParameters.maximumBin + 1
+        let lo = FingerprintParameters.minimumBin - FingerprintParameters.lowGuardBins
+        let hi = FingerprintParameters.maximumBin + FingerprintParameters.highGuardBins
         let out = fft.output
         for k in lo..<hi {
             let re = out[2 * k], im = out[2 * k + 1]

@@ -1,13 +1,19 @@
 /// Turns peaks into landmarks: hashes of peak pairs (anchor, target) with the anchor's time.
 ///
-/// A pair hash packs the anchor's frequency (2-bin buckets), the frequency difference and the time
-/// difference, all in whole bins/frames (Wang 2003). Such hashes break when audio is sped up, so
+/// A pair hash packs the anchor's frequency, the frequency difference and the time difference,
+/// all in whole bins/frames (Wang 2003): 8 + 7 + 6 = 21 bits. Such hashes break when audio is sped up, so
 /// the matcher maps query peaks into reference coordinates under a grid of speed hypotheses
 /// (`speed`) before hashing: a query played `speed`× fast has frequencies `speed`× higher and
 /// times `speed`× shorter. References are hashed at `speed` 1.
 public enum LandmarkHasher {
+    /// Smallest time difference between paired peaks, in frames: partials of one onset arrive
+    /// together and pair the same way on every note, so they say little.
+    public static let minimumFrameDelta = 2
     /// Largest time difference between paired peaks, in frames (~0.5 s).
     public static let maximumFrameDelta = 63
+    /// Smallest frequency difference between paired peaks, in bins: a held note's repeated peaks
+    /// pair with themselves (Δf = 0) everywhere in music and would flood the index.
+    public static let minimumBinDelta = 2
     /// Largest frequency difference between paired peaks, in bins (~1 kHz).
     public static let maximumBinDelta = 63
     /// Targets per anchor when indexing references (keeps the catalog ≤ 1 MB per hour).
@@ -17,7 +23,7 @@ public enum LandmarkHasher {
     public static let queryFanOut = 8
 
     /// One landmark: the hash key, the anchor frame in reference coordinates, and 4 bits giving
-    /// the anchor's frequency inside its 2-bin bucket (1/8 bin), used to measure frequency skew.
+    /// the anchor's frequency inside its bin (1/16 bin), used to measure frequency skew.
     public struct Landmark: Equatable, Sendable {
         public var key: UInt32
         public var frame: Int32
@@ -25,39 +31,98 @@ public enum LandmarkHasher {
     }
 
     /// Calls `body` for every landmark of `peaks` (in time order) under a speed hypothesis.
-    /// `body` also receives the index of the anchor peak.
+    /// `body` also receives the index of the anchor peak. Used to index references.
     @inline(__always)
     public static func forEachLandmark(
         _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float = 1,
         _ body: (Landmark, Int) -> Void
     ) {
-        let timeScale = speed, binScale = 1 / speed
-        let count = peaks.count
-        for i in 0..<count {
-            let a = peaks[i]
-            let at = a.time * timeScale, ab = a.bin * binScale
+        forEachPair(peaks, fanOut: fanOut, speed: speed) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded()), f1 = Int(ab.rounded())
-            guard f1 >= 0, f1 < 256 else { continue }
-            var found = 0
-            var j = i + 1
-            while j < count, found < fanOut {
-                let b = peaks[j]
-                let t2 = Int((b.time * timeScale).rounded())
-                let dt = t2 - t1
-                if dt > maximumFrameDelta { break }
-                j += 1
-                let df = Int((b.bin * binScale).rounded()) - f1
-                guard dt >= 1, df >= -maximumBinDelta, df <= maximumBinDelta else { continue }
-                found += 1
-                let bucket = f1 >> 1
-                let raw = UInt32(bucket) << 13 | UInt32(df + 64) << 6 | UInt32(dt)
-                let fine = UInt8(max(0, min(15, Int((ab - (Float(bucket * 2) - 0.5)) * 8))))
-                body(Landmark(key: mix(raw), frame: Int32(t1), fineBin: fine), i)
+            let dt = Int(bt.rounded()) - t1, df = Int(bb.rounded()) - f1
+            guard dt >= minimumFrameDelta, dt <= maximumFrameDelta, abs(df) >= minimumBinDelta, abs(df) <= maximumBinDelta
+            else { return }
+            body(landmark(t1: t1, f1: f1, dt: dt, df: df, anchorBin: ab), i)
+        }
+    }
+
+    /// Time and frequency differences in a noisy query differ from the reference's by a fraction
+    /// of a frame/bin (median 0.4 frame in noise), which flips their rounding about half the time.
+    /// A query knows its fractional values, so it also probes the neighbouring integer whenever
+    /// its value lies within this distance of it.
+    public static let queryFrameTolerance: Float = 1.0
+    public static let queryBinTolerance: Float = 0.35
+    /// The anchor frequency is probed the same way, with a tighter window: it is measured better.
+    public static let queryAnchorTolerance: Float = 0.25
+
+    /// Like `forEachLandmark`, for queries: one call per probe, so a pair near a rounding boundary
+    /// yields the keys of both neighbours.
+    @inline(__always)
+    public static func forEachQueryLandmark(
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float,
+        _ body: (Landmark, Int) -> Void
+    ) {
+        forEachPair(peaks, fanOut: fanOut, speed: speed) { i, at, ab, bt, bb in
+            let t1 = Int(at.rounded())
+            let dts = probes(bt - at, queryFrameTolerance)
+            // The frequency difference is taken between rounded bins, so it is probed per anchor bin.
+            for f1 in probes(ab, queryAnchorTolerance) where f1 >= 0 && f1 < 256 {
+                for df in probes(bb - Float(f1), queryBinTolerance) where abs(df) >= minimumBinDelta && abs(df) <= maximumBinDelta {
+                    for dt in dts where dt >= minimumFrameDelta && dt <= maximumFrameDelta {
+                        body(landmark(t1: t1, f1: f1, dt: dt, df: df, anchorBin: ab), i)
+                    }
+                }
             }
         }
     }
 
-    /// Spreads the 20-bit pair hash over 32 bits (a bijection: odd multiplier modulo 2³²) so the
+    /// The integers within `tolerance` of `x`, and always its rounding.
+    @inline(__always)
+    static func probes(_ x: Float, _ tolerance: Float) -> ClosedRange<Int> {
+        let r = Int(x.rounded())
+        return min(r, Int((x - tolerance).rounded(.up)))...max(r, Int((x + tolerance).rounded(.down)))
+    }
+
+    /// Walks anchor/target pairs: for each anchor, its first `fanOut` later peaks within the
+    /// target zone, with coordinates mapped by the speed hypothesis (fractional).
+    @inline(__always)
+    static func forEachPair(
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float,
+        _ body: (Int, Float, Float, Float, Float) -> Void
+    ) {
+        let timeScale = speed, binScale = 1 / speed
+        let count = peaks.count
+        let zone = Float(maximumFrameDelta) + 1
+        for i in 0..<count {
+            let a = peaks[i]
+            let at = a.time * timeScale, ab = a.bin * binScale
+            guard ab >= 0, ab < 255.5 else { continue }
+            var found = 0
+            var j = i + 1
+            while j < count, found < fanOut {
+                let b = peaks[j]
+                let bt = b.time * timeScale
+                if bt - at > zone { break }
+                j += 1
+                let bb = b.bin * binScale
+                let spread = abs(bb - ab)
+                guard bt - at >= Float(minimumFrameDelta) - 0.5, spread >= Float(minimumBinDelta) - 0.5,
+                    spread <= Float(maximumBinDelta) + 0.5
+                else { continue }
+                found += 1
+                body(i, at, ab, bt, bb)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func landmark(t1: Int, f1: Int, dt: Int, df: Int, anchorBin: Float) -> Landmark {
+        let raw = UInt32(f1) << 13 | UInt32(df + 64) << 6 | UInt32(dt)
+        let fine = UInt8(max(0, min(15, Int((anchorBin - (Float(f1) - 0.5)) * 16))))
+        return Landmark(key: mix(raw), frame: Int32(t1), fineBin: fine)
+    }
+
+    /// Spreads the 21-bit pair hash over 32 bits (a bijection: odd multiplier modulo 2³²) so the
     /// catalog's bucket directory, indexed by the top bits, is evenly filled.
     @inline(__always)
     public static func mix(_ raw: UInt32) -> UInt32 { raw &* 0x9E37_79B1 }
@@ -66,7 +131,6 @@ public enum LandmarkHasher {
     @inline(__always)
     public static func anchorBin(key: UInt32, fineBin: UInt8) -> Float {
         let raw = key &* 0x0E8B_2F51  // modular inverse of the mix multiplier
-        let bucket = Int(raw >> 13)
-        return Float(bucket * 2) - 0.5 + (Float(fineBin) + 0.5) / 8
+        return Float(raw >> 13) - 0.5 + (Float(fineBin) + 0.5) / 16
     }
 }

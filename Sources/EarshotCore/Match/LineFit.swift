@@ -7,7 +7,7 @@ struct LineFit {
     struct Line { var slope: Double; var intercept: Double; var inliers: Int }
 
     private var histogram = [UInt16](repeating: 0, count: 2048)
-    static let tolerance: Double = 2.5
+    static let tolerance: Double = 1.5
 
     /// `xs`/`ys` in frames. `interceptCenter` is a rough intercept; lines are searched within
     /// ±`interceptRadius` of it and slopes within `slopes`.

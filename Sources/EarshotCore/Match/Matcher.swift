@@ -3,11 +3,13 @@ import Foundation
 /// Finds which references of a catalog a query signature comes from, where, and at what speed
 /// (`SHSession.match`).
 ///
-/// 1. Query peaks are mapped into reference coordinates under each speed hypothesis and hashed.
-/// 2. Each hash's postings vote for (hypothesis, offset bin); the busiest bins become candidates.
-/// 3. Each candidate's hits are fitted with a line (query time → reference time): its inliers are
-///    the evidence, its slope the speed, its intercept the offset; the ratio of query to
-///    reference anchor frequencies gives the frequency skew.
+/// 1. The query's strongest peaks are mapped into reference coordinates under a speed hypothesis
+///    and hashed; each hash's postings vote for an offset bin (reference frame − query frame).
+/// 2. The busiest bins become candidates; each candidate's hits are fitted with a line (query time
+///    → reference time): its inliers are the evidence, its slope the speed, its intercept the
+///    offset; the ratio of query to reference anchor frequencies gives the frequency skew.
+/// 3. Hypotheses are searched in stages: unchanged speed first (most audio), stopping there on a
+///    clear match; otherwise every hypothesis with a third of the anchors, then the best ones fully.
 ///
 /// A matcher owns reusable scratch space: one instance serves one thread at a time.
 public final class Matcher {
@@ -15,21 +17,53 @@ public final class Matcher {
 
     /// Speed hypotheses: 0.94…1.06 in 1 % steps covers PAL speed-up (4.1 %) and slow-downs.
     public static let speedHypotheses: [Float] = (0...12).map { 0.94 + 0.01 * Float($0) }
-    /// Width of an offset-histogram bin in frames (256 ms): wide enough that a 5 % tempo drift over
-    /// a short query stays within a few bins.
-    static let offsetBinShift = 5
-    /// Most candidates verified per query.
-    static let maximumCandidates = 12
-    /// Fewest aligned hits that make a match.
+    static let unchangedSpeed = 6
+    /// Fewest aligned query anchors that make a match. Chance alignments (same tempo, same
+    /// instruments) reuse a few anchors many times; a real match aligns many different ones.
     public static let minimumInliers = 8
+    /// Inliers that end the search at unchanged speed: chance never gets near.
+    static let decisiveInliers = 24
+    /// Candidates verified per hypothesis, and hypotheses searched fully after the coarse stage.
+    static let candidatesPerHypothesis = 4
+    static let refinedHypotheses = 2
+    /// Anchor subsampling in the coarse stage.
+    static let coarseAnchorStride = 3
     /// How far (bins) an inlier's anchor may sit from where the measured pitch ratio puts it:
-    /// the fine position is stored to 1/8 bin and peaks jitter by about a tenth of a bin.
+    /// the fine position is stored to 1/16 bin and peaks jitter by about a tenth of a bin.
     static let binTolerance = 0.3
     /// Stop collecting after this many hits (a pathological catalog must not stall a query).
-    static let maximumHits = 400_000
+    static let maximumHits = 1 << 20
 
-    private var accumulator = HitAccumulator()
-    private var hitHypothesis: [UInt8] = []
+    /// A reference-level match before media-item rules are applied.
+    public struct Candidate: Sendable {
+        public var referenceIndex: Int
+        /// Reference seconds at the query's start.
+        public var offset: Double
+        /// Reference seconds per query second.
+        public var timeScale: Double
+        /// Query frequency / reference frequency.
+        public var pitchRatio: Double
+        /// Query anchors (distinct frames) whose hits lie on the match line: the evidence.
+        public var inliers: Int
+        /// Hits on the match line (several per anchor when it pairs with several targets).
+        public var alignedHits: Int
+        /// Fraction of the query's seconds that hold at least one inlier.
+        public var coverage: Double
+        public var confidence: Double
+    }
+
+    /// Work done by the last match attempt, for benchmarks and diagnostics.
+    public struct Statistics: Sendable {
+        public var queryPeaks = 0
+        public var lookups = 0
+        public var hits = 0
+        public var hypothesesSearched = 0
+    }
+    public private(set) var lastStatistics = Statistics()
+
+    private var histogram: OffsetHistogram
+    private var queryPeaks: [Peak] = []
+    // Hits of the hypothesis being searched (structure of arrays).
     private var hitQueryFrame: [Int32] = []
     private var hitReferenceFrame: [Int32] = []
     private var hitQueryBin: [Float] = []
@@ -38,15 +72,13 @@ public final class Matcher {
     private var ys: [Double] = []
     private var ratios: [Double] = []
     private var candidateHits: [Int] = []
+    private var inlierFrames: [Int32] = []
     private var lineFit = LineFit()
 
     public init(catalog: MappedCatalog) {
         self.catalog = catalog
-        hitHypothesis.reserveCapacity(1 << 14)
-        hitQueryFrame.reserveCapacity(1 << 14)
-        hitReferenceFrame.reserveCapacity(1 << 14)
-        hitQueryBin.reserveCapacity(1 << 14)
-        hitReferenceBin.reserveCapacity(1 << 14)
+        let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
+        histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
     }
 
     /// One match attempt. Refuses signatures outside the catalog's query duration limits.
@@ -62,115 +94,120 @@ public final class Matcher {
                 format: "query is %.2f s; this catalog accepts at most %.2f s", signature.duration,
                 catalog.maximumQuerySignatureDuration)))
         }
-        let found = findMatches(signature)
-        return found.isEmpty ? .noMatch : .match(found)
-    }
-
-    /// A reference-level match before media-item rules are applied.
-    public struct Candidate: Sendable {
-        public var referenceIndex: Int
-        /// Reference seconds at the query's start.
-        public var offset: Double
-        /// Reference seconds per query second.
-        public var timeScale: Double
-        /// Query frequency / reference frequency.
-        public var pitchRatio: Double
-        public var inliers: Int
-        public var confidence: Double
-    }
-
-    func findMatches(_ signature: Signature) -> [MatchedMediaItem] {
-        let candidates = referenceCandidates(signature)
         var results: [MatchedMediaItem] = []
-        for c in candidates {
-            guard let items = try? catalog.mediaItems(ofReference: c.referenceIndex),
-                let selected = MediaItemSelection.select(items, offset: c.offset, frequencySkew: c.pitchRatio - 1,
-                                                         basicItemID: "reference-\(c.referenceIndex)")
+        for c in referenceCandidates(signature) {
+            guard let items = try? catalog.mediaItems(ofReference: c.referenceIndex) else { continue }
+            let current = c.offset + signature.duration * c.timeScale
+            // Time-ranged items follow the current position, as a second screen shows what is on now.
+            guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,
+                                                           basicItemID: "reference-\(c.referenceIndex)")
             else { continue }
             for item in selected {
                 results.append(MatchedMediaItem(
-                    mediaItem: item, matchOffset: c.offset,
-                    predictedCurrentMatchOffset: c.offset + signature.duration * c.timeScale,
+                    mediaItem: item, matchOffset: c.offset, predictedCurrentMatchOffset: current,
                     frequencySkew: c.pitchRatio - 1, timeSkew: c.timeScale - 1, confidence: c.confidence,
                     referenceIndex: c.referenceIndex))
             }
         }
-        return results
+        return results.isEmpty ? .noMatch : .match(results)
     }
 
     /// Every reference the query matches, best first.
     public func referenceCandidates(_ signature: Signature) -> [Candidate] {
-        collectHits(signature)
-        defer { accumulator.clear() }
-        var found: [Candidate] = []
-        for (hypothesis, bin) in busiestBins() {
-            guard let c = verify(hypothesis: hypothesis, bin: bin, queryFrames: signature.duration / FingerprintParameters.hopDuration)
-            else { continue }
-            if let i = found.firstIndex(where: { $0.referenceIndex == c.referenceIndex && abs($0.offset - c.offset) < 0.2 }) {
-                if c.inliers > found[i].inliers { found[i] = c }
-            } else {
-                found.append(c)
+        queryPeaks.removeAll(keepingCapacity: true)
+        signature.peaks.withUnsafeBufferPointer {
+            PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
+        }
+        lastStatistics = Statistics(queryPeaks: queryPeaks.count)
+        let queryFrames = signature.duration / FingerprintParameters.hopDuration
+
+        // Stage 1: unchanged speed, all anchors.
+        var found = search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames)
+        if (found.map(\.inliers).max() ?? 0) < Self.decisiveInliers {
+            // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
+            var scored: [(score: Int, hypothesis: Int)] = []
+            for h in Self.speedHypotheses.indices where h != Self.unchangedSpeed {
+                let coarse = search(hypothesis: h, anchorStride: Self.coarseAnchorStride, queryFrames: queryFrames)
+                scored.append((coarse.map(\.inliers).max() ?? 0, h))
+            }
+            scored.sort { $0.score > $1.score }
+            // Stage 3: the best hypotheses with all anchors.
+            for (score, h) in scored.prefix(Self.refinedHypotheses) where score > 0 {
+                found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames)
             }
         }
-        found.sort { $0.inliers > $1.inliers }
+        // One result per reference position: the best-supported hypothesis.
+        var merged: [Candidate] = []
+        for c in found.sorted(by: { $0.inliers > $1.inliers }) {
+            if !merged.contains(where: { $0.referenceIndex == c.referenceIndex && abs($0.offset - c.offset) < 0.25 }) {
+                merged.append(c)
+            }
+        }
         // Keep references close to the best (a shared intro matches several equally well).
-        if let best = found.first?.inliers { found.removeAll { $0.inliers * 4 < best } }
-        return found
+        if let best = merged.first?.inliers { merged.removeAll { $0.inliers * 4 < best } }
+        return merged
     }
 
-    private func collectHits(_ signature: Signature) {
-        hitHypothesis.removeAll(keepingCapacity: true)
+    /// Collects the hits of one hypothesis and verifies its busiest offset bins.
+    private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double) -> [Candidate] {
+        collectHits(hypothesis: h, anchorStride: anchorStride)
+        var best: [(score: Int, bin: Int)] = []
+        histogram.drain { bin, score in
+            guard score >= Self.minimumInliers / 2 else { return }
+            if best.count < Self.candidatesPerHypothesis * 3 {
+                best.append((score, bin))
+            } else if let weakest = best.indices.min(by: { best[$0].score < best[$1].score }), best[weakest].score < score {
+                best[weakest] = (score, bin)
+            }
+        }
+        best.sort { $0.score > $1.score }
+        var chosen: [Int] = []
+        var candidates: [Candidate] = []
+        for (_, bin) in best where chosen.count < Self.candidatesPerHypothesis {
+            if chosen.contains(where: { abs($0 - bin) <= 2 }) { continue }
+            chosen.append(bin)
+            if let c = verify(hypothesis: h, bin: bin, queryFrames: queryFrames) { candidates.append(c) }
+        }
+        return candidates
+    }
+
+    private func collectHits(hypothesis h: Int, anchorStride: Int) {
         hitQueryFrame.removeAll(keepingCapacity: true)
         hitReferenceFrame.removeAll(keepingCapacity: true)
         hitQueryBin.removeAll(keepingCapacity: true)
         hitReferenceBin.removeAll(keepingCapacity: true)
         let catalog = self.catalog
-        signature.peaks.withUnsafeBufferPointer { peaks in
-            for (h, speed) in Self.speedHypotheses.enumerated() {
-                LandmarkHasher.forEachLandmark(peaks, fanOut: LandmarkHasher.queryFanOut, speed: speed) { lm, anchor in
-                    guard hitHypothesis.count < Self.maximumHits else { return }
-                    catalog.forEachPosting(of: lm.key) { value in
-                        let frame = Int32(value >> 4)
-                        let offset = Int(frame) - Int(lm.frame)
-                        accumulator.add(HitAccumulator.key(hypothesis: h, bin: offset >> Self.offsetBinShift))
-                        hitHypothesis.append(UInt8(h))
-                        hitQueryFrame.append(lm.frame)
-                        hitReferenceFrame.append(frame)
-                        hitQueryBin.append(peaks[anchor].bin)
-                        hitReferenceBin.append(LandmarkHasher.anchorBin(key: lm.key, fineBin: UInt8(value & 15)))
-                    }
+        var lookups = 0
+        queryPeaks.withUnsafeBufferPointer { peaks in
+            LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
+                                                speed: Self.speedHypotheses[h]) { lm, anchor in
+                guard anchor % anchorStride == 0, hitQueryFrame.count < Self.maximumHits else { return }
+                lookups += 1
+                catalog.forEachPosting(of: lm.key) { value in
+                    let frame = Int32(value >> 4)
+                    guard let bin = histogram.bin(ofOffset: Int(frame) - Int(lm.frame)) else { return }
+                    histogram.add(bin: bin)
+                    hitQueryFrame.append(lm.frame)
+                    hitReferenceFrame.append(frame)
+                    hitQueryBin.append(peaks[anchor].bin)
+                    hitReferenceBin.append(LandmarkHasher.anchorBin(key: lm.key, fineBin: UInt8(value & 15)))
                 }
             }
         }
-    }
-
-    /// The (hypothesis, bin) pairs with the most hits in a 3-bin window, strongest first.
-    private func busiestBins() -> [(Int, Int)] {
-        var scored: [(score: Int, hypothesis: Int, bin: Int)] = []
-        accumulator.forEach { key, count in
-            let h = Int(key >> 32), bin = Int(Int32(bitPattern: UInt32(truncatingIfNeeded: key)))
-            guard count >= 2 else { return }
-            let score = count + accumulator.count(HitAccumulator.key(hypothesis: h, bin: bin - 1))
-                + accumulator.count(HitAccumulator.key(hypothesis: h, bin: bin + 1))
-            if score >= Self.minimumInliers / 2 { scored.append((score, h, bin)) }
-        }
-        scored.sort { $0.score > $1.score }
-        var chosen: [(Int, Int)] = []
-        for s in scored where chosen.count < Self.maximumCandidates {
-            if chosen.contains(where: { $0.0 == s.hypothesis && abs($0.1 - s.bin) <= 2 }) { continue }
-            chosen.append((s.hypothesis, s.bin))
-        }
-        return chosen
+        lastStatistics.lookups += lookups
+        lastStatistics.hits += hitQueryFrame.count
+        lastStatistics.hypothesesSearched += 1
     }
 
     private func verify(hypothesis: Int, bin: Int, queryFrames: Double) -> Candidate? {
-        // Hits of this hypothesis within a few bins (a tempo drift spreads them over several).
-        let drift = Int(0.07 * queryFrames) + 2 * (1 << Self.offsetBinShift)
-        let center = (bin << Self.offsetBinShift) + (1 << (Self.offsetBinShift - 1))
+        // Hits within a few bins (a tempo drift spreads them over several).
+        let binWidth = 1 << OffsetHistogram.binShift
+        let drift = Int(0.07 * queryFrames) + 2 * binWidth
+        let center = bin * binWidth + binWidth / 2 - histogram.margin
         xs.removeAll(keepingCapacity: true)
         ys.removeAll(keepingCapacity: true)
         candidateHits.removeAll(keepingCapacity: true)
-        for i in 0..<hitHypothesis.count where Int(hitHypothesis[i]) == hypothesis {
+        for i in 0..<hitQueryFrame.count {
             let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
             if abs(offset - center) <= drift {
                 xs.append(Double(hitQueryFrame[i]))
@@ -195,28 +232,40 @@ public final class Matcher {
         ratios.sort()
         let pitch = ratios[ratios.count / 2]
         // Evidence: inliers whose anchor frequency also agrees with that ratio to a fraction of a
-        // bin. The hash only pins the anchor to a 2-bin bucket; chance hits rarely agree finer.
-        var inliers = 0
+        // bin. The hash only pins the anchor to a bin; chance hits rarely agree finer.
+        var aligned = 0
         var midFrame = 0.0
+        inlierFrames.removeAll(keepingCapacity: true)
         for (k, i) in candidateHits.enumerated() where abs(ys[k] - line.intercept - line.slope * xs[k]) <= LineFit.tolerance {
             if abs(Double(hitQueryBin[i]) / pitch - Double(hitReferenceBin[i])) <= Self.binTolerance {
-                inliers += 1
+                aligned += 1
                 midFrame += ys[k]
+                inlierFrames.append(hitQueryFrame[i])
             }
         }
+        inlierFrames.sort()
+        var inliers = 0, seconds = 0
+        var previousFrame: Int32 = -1, previousSecond = -1
+        for f in inlierFrames where f != previousFrame {
+            inliers += 1
+            previousFrame = f
+            let second = Int(Double(f) * FingerprintParameters.hopDuration)
+            if second != previousSecond { seconds += 1; previousSecond = second }
+        }
         guard inliers >= Self.minimumInliers else { return nil }
-        midFrame /= Double(inliers)
+        midFrame /= Double(aligned)
         guard let reference = catalog.referenceIndex(containing: Int(midFrame)) else { return nil }
         let speed = Double(Self.speedHypotheses[hypothesis])
         let hop = FingerprintParameters.hopDuration
         return Candidate(
             referenceIndex: reference,
             offset: (line.intercept - Double(catalog.references[reference].startFrame)) * hop,
-            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers,
+            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers, alignedHits: aligned,
+            coverage: Double(seconds) / max(1, (queryFrames * FingerprintParameters.hopDuration).rounded(.up)),
             confidence: Self.confidence(inliers: inliers))
     }
 
-    /// Maps aligned-hit counts to 0…1. Chance alignments in a large catalog give a handful of
+    /// Maps aligned-anchor counts to 0…1. Chance alignments in a large catalog give a handful of
     /// inliers; a real match of a few seconds gives tens. Calibrated with the benchmark's
     /// negative queries (see benchmarks/RESULTS.md).
     static func confidence(inliers: Int) -> Double {
