@@ -53,7 +53,9 @@ struct CatalogRemoveCommand: ParsableCommand {
                 do { try edited.setMediaItems(kept, forReferenceAt: index) } catch { throw CLIFailure.badInput(catalog, error) }
             }
         }
-        for index in doomed.sorted(by: >) { edited.removeReference(at: index) }
+        for index in doomed.sorted(by: >) {
+            do { try edited.removeReference(at: index) } catch { throw CLIFailure.badInput(catalog, error) }
+        }
         try CatalogFile.write(edited, to: catalog)
         let removedItems = itemsBefore - edited.references.reduce(0) { $0 + $1.mediaItems.count }
         print("removed \(doomed.count) reference\(doomed.count == 1 ? "" : "s") and \(removedItems) media "

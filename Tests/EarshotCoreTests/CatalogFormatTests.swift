@@ -76,6 +76,11 @@ struct CatalogFormatTests {
         }
         c.minimumQuerySignatureDuration = 20
         #expect(throws: EarshotError.self) { try c.dataRepresentation() }
+        // Edits of references that do not exist are refused, not trapped.
+        try c.addReferenceSignature(s, representing: [MediaItem(id: "a")])
+        #expect(throws: EarshotError.catalogInvalid("no reference 3: the catalog has 1 (0–0)")) { try c.removeReference(at: 3) }
+        #expect(throws: EarshotError.self) { try c.setMediaItems([MediaItem(id: "b")], forReferenceAt: -1) }
+        #expect(c.references.map(\.mediaItems[0].id) == ["a"])
     }
 
     @Test func rejectsTruncationAtAnyPoint() throws {
@@ -106,6 +111,24 @@ struct CatalogFormatTests {
                 try MappedCatalog(bytes: corrupt, verification: .full)
             }
         }
+    }
+
+    @Test func shortForeignFilesAreForeignNotTruncated() {
+        #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
+            try MappedCatalog(bytes: Array("hi\n".utf8))
+        }
+        #expect(throws: EarshotError.signatureInvalid("not an Earshot signature (bad magic number)")) {
+            try Signature(dataRepresentation: Array("hi\n".utf8))
+        }
+    }
+
+    @Test func atomicWriteKeepsPermissionsOfReplacedFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perm-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try AtomicFile.write([1], to: path, mode: 0o600)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+        try AtomicFile.write([2], to: path)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
     }
 
     @Test func rejectsForeignAndOtherVersions() throws {

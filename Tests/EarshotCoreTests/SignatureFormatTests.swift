@@ -85,5 +85,11 @@ struct SignatureFormatTests {
         let part = try signature.slice(from: 2, duration: 3)
         #expect(abs(part.duration - 3) < 1e-9)
         #expect(part.peaks.allSatisfy { $0.time >= 0 && Double($0.time) < 3 / FingerprintParameters.hopDuration })
+        do {
+            _ = try signature.slice(from: 20, duration: 3)
+            Issue.record("slice past the end accepted")
+        } catch {
+            #expect(error.message.contains("out of a 8.00 s signature"))
+        }
     }
 }

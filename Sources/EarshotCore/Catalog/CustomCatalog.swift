@@ -50,15 +50,23 @@ public struct CustomCatalog: Sendable, Equatable {
     }
 
     /// Removes the reference at `index`.
-    public mutating func removeReference(at index: Int) {
+    public mutating func removeReference(at index: Int) throws(EarshotError) {
+        try checkIndex(index)
         references.remove(at: index)
     }
 
     /// Replaces the media items of the reference at `index`.
     public mutating func setMediaItems(_ items: [MediaItem], forReferenceAt index: Int) throws(EarshotError) {
+        try checkIndex(index)
         guard !items.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
         for item in items { try item.validate() }
         references[index].mediaItems = items
+    }
+
+    private func checkIndex(_ index: Int) throws(EarshotError) {
+        guard references.indices.contains(index) else {
+            throw .catalogInvalid("no reference \(index): the catalog has \(references.count) (0–\(references.count - 1))")
+        }
     }
 
     /// Checks the query limits.

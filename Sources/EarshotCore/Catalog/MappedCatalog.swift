@@ -61,12 +61,14 @@ public final class MappedCatalog: @unchecked Sendable {
         self.storage = storage
         let raw = storage.bytes
         var r = ByteReader(raw) { .catalogInvalid($0) }
+        // The magic first: a short foreign file is foreign, not a truncated catalog.
+        guard raw.prefix(8).elementsEqual(CatalogLayout.magic.prefix(raw.count)) else {
+            throw .catalogInvalid("not an Earshot catalog (bad magic number)")
+        }
         guard raw.count >= CatalogLayout.headerSize else {
             throw .catalogInvalid("truncated: \(raw.count) bytes is shorter than the \(CatalogLayout.headerSize)-byte header")
         }
-        guard try r.readBytes(8, "magic").elementsEqual(CatalogLayout.magic) else {
-            throw .catalogInvalid("not an Earshot catalog (bad magic number)")
-        }
+        _ = try r.readBytes(8, "magic")
         let version = try r.read(UInt16.self, "version")
         guard version == CatalogLayout.formatVersion else {
             throw .catalogInvalid("unsupported catalog format version \(version) (this build reads \(CatalogLayout.formatVersion))")

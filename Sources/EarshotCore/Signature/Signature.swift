@@ -42,6 +42,9 @@ public struct Signature: Sendable, Equatable {
     /// The part of the signature between `start` and `start + duration` seconds, with times made
     /// relative to `start` (for cutting long audio to a catalog's query limits).
     public func slice(from start: Double, duration length: Double) throws(EarshotError) -> Signature {
+        guard start.isFinite, length.isFinite, start >= 0, length > 0, start < duration else {
+            throw .signatureInvalid(String(format: "cannot cut %.2f s from %.2f s out of a %.2f s signature", length, start, duration))
+        }
         let hop = FingerprintParameters.hopDuration
         let lo = Float(start / hop), hi = Float((start + length) / hop)
         let selected = peaks.filter { $0.time >= lo && $0.time < hi }.map {

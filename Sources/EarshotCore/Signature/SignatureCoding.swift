@@ -53,10 +53,11 @@ extension Signature {
 
     init(bytes raw: UnsafeRawBufferPointer) throws(EarshotError) {
         var r = ByteReader(raw) { .signatureInvalid($0) }
-        let magic = try r.readBytes(8, "magic")
-        guard magic.elementsEqual(Self.magic) else {
+        // The magic first: a short foreign file is foreign, not a truncated signature.
+        guard raw.prefix(8).elementsEqual(Self.magic.prefix(raw.count)) else {
             throw .signatureInvalid("not an Earshot signature (bad magic number)")
         }
+        _ = try r.readBytes(8, "magic")
         let version = try r.read(UInt16.self, "version")
         guard version == Self.formatVersion else {
             throw .signatureInvalid("unsupported signature format version \(version) (this build reads \(Self.formatVersion))")

@@ -7,14 +7,18 @@ import Darwin
 /// Writes files so that a crash at any point leaves either the old file or the complete new one:
 /// write a temporary file beside the target, fsync it, rename it over the target, fsync the folder.
 public enum AtomicFile {
+    /// `mode` applies to a new file; a replaced file keeps its permissions.
     /// The corresponding C functions are `open`, `write`, `fsync` and `rename`.
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(EarshotError) {
+        var existing = stat()
+        let permissions = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : mode
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = "\(directory)/.\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw .internalError("cannot create \(temporary): \(describeErrno(errno))") }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
+        guard fd >= 0 else { throw .internalError("cannot write \(path): \(describeErrno(errno))") }
+        _ = fchmod(fd, permissions)  // not narrowed by the umask
         var ok = false
         defer {
             if !ok { unlink(temporary) }

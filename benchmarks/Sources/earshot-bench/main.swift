@@ -1,75 +1,72 @@
-import EarshotAudio
 import EarshotCore
-import EarshotTestSupport
 import Foundation
 
-// Scratch synthetic experiment (to be replaced by the corpus benchmark).
-let sr = 16_000.0
-let refCount = 20, refSeconds = 60.0
-var catalog = CustomCatalog()
-var refs: [[Float]] = []
-var peakTotal = 0
-let t0 = Date()
-for i in 0..<refCount {
-    let audio = SyntheticMusic.make(seed: UInt64(i + 1), duration: refSeconds)
-    refs.append(audio)
-    let g = SignatureGenerator()
-    try g.append(PCMBuffer(float32: audio, sampleRate: sr))
-    let sig = try g.signature()
-    peakTotal += sig.peaks.count
-    try catalog.addReferenceSignature(sig, representing: [MediaItem(id: "ref\(i)", title: "Ref \(i)")])
-}
-let fpTime = Date().timeIntervalSince(t0)
-let data = try catalog.dataRepresentation()
-print(String(format: "peaks/s %.1f  bytes/h %.0f  fp %.0fx RT", Double(peakTotal) / (Double(refCount) * refSeconds),
-             Double(data.count) / (Double(refCount) * refSeconds / 3600), Double(refCount) * refSeconds / fpTime))
-let mapped = try MappedCatalog(bytes: data)
-let matcher = Matcher(catalog: mapped)
-print("entries", mapped.entryCount, "entries/s", Double(mapped.entryCount) / (Double(refCount) * refSeconds))
+// earshot-bench: the recognition and scale benchmarks of DESIGN §8. See benchmarks/README.md.
 
-func query(_ x: [Float]) throws -> Signature {
-    let g = SignatureGenerator()
-    try g.append(PCMBuffer(float32: x, sampleRate: sr))
-    return try g.signature()
-}
-let conditions: [(String, Double, ([Float], UInt64) -> [Float])] = [
-    ("clean10", 10, { x, _ in x }),
-    ("clean3", 3, { x, _ in x }),
-    ("noise0dB", 10, { x, s in Degradations.addWhiteNoise(x, snr: 0, seed: s) }),
-    ("band", 10, { x, _ in Degradations.bandPass(x, low: 300, high: 3400, sampleRate: sr) }),
-    ("speed+4", 10, { x, _ in Degradations.changeSpeed(x, by: 1.04) }),
-    ("speed-3", 10, { x, _ in Degradations.changeSpeed(x, by: 0.97) }),
-    ("reverb+noise5", 10, { x, s in Degradations.addWhiteNoise(Degradations.reverberate(x, rt60: 0.5, sampleRate: sr, seed: s), snr: 5, seed: s + 1) }),
-]
-var rng = SeededRandom(seed: 42)
-for (name, len, degrade) in conditions {
-    var ok = 0, n = 0, offErr: [Double] = [], skewErr: [Double] = [], times: [Double] = [], inl: [Int] = []
-    let speed = name.hasPrefix("speed+4") ? 1.04 : name.hasPrefix("speed-3") ? 0.97 : 1.0
-    for q in 0..<40 {
-        let r = Int(rng.unit() * Double(refCount))
-        let start = 2 + rng.unit() * (refSeconds - len * 1.1 - 4)
-        let span = Int(len * speed * sr)
-        let excerpt = Array(refs[r][Int(start * sr)..<(Int(start * sr) + span)])
-        let sig = try query(degrade(excerpt, UInt64(q)))
-        let t = Date()
-        let res = matcher.match(sig)
-        times.append(Date().timeIntervalSince(t) * 1000)
-        n += 1
-        if let best = res.mediaItems.first {
-            inl.append(Int(best.confidence * 100))
-            if best.mediaItem.id == "ref\(r)", abs(best.matchOffset - start) < 0.1 { ok += 1 }
-            offErr.append(abs(best.matchOffset - start))
-            skewErr.append(abs(best.frequencySkew - (speed - 1)))
-        }
+func benchMain() -> Int32 {
+    let options: Options
+    do {
+        options = try Options.parse(CommandLine.arguments)
+    } catch {
+        FileHandle.standardError.write(Data("earshot-bench: \(error)\n".utf8))
+        return 2
     }
-    offErr.sort(); skewErr.sort(); times.sort()
-    print(String(format: "%-14@ recall %3d%%  offP50 %.3f  skewP50 %.4f  match p50 %.2f ms", name as NSString, ok * 100 / n,
-                 offErr.isEmpty ? -1 : offErr[offErr.count / 2], skewErr.isEmpty ? -1 : skewErr[skewErr.count / 2], times[times.count / 2]))
+    do {
+        if options.command == .probe { return try Probe.run(options) }
+        try runBenchmarks(options)
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("earshot-bench: \(error)\n".utf8))
+        return 1
+    }
 }
-// negatives
-var fp = 0
-for q in 0..<40 {
-    let x = SyntheticMusic.make(seed: 1000 + UInt64(q), duration: 10)
-    if case .match(let items) = matcher.match(try query(x)) { fp += 1; print("FP conf", items[0].confidence) }
+
+func runBenchmarks(_ options: Options) throws {
+    let started = Date()
+    let t0 = Clock.now()
+    let work = NSTemporaryDirectory() + "earshot-bench-\(getpid())"
+    try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+    defer {
+        if options.keepWork { say("work folder kept: \(work)") } else { try? FileManager.default.removeItem(atPath: work) }
+    }
+    try? FileManager.default.createDirectory(atPath: "\(options.root)/benchmarks/cache", withIntermediateDirectories: true)
+
+    var env = RunEnvironment(options: options, started: started)
+    say("earshot-bench \(options.command.rawValue)")
+    for line in env.conditionLines() { say("  " + line) }
+
+    let corpus = options.synthetic ? Corpus.synthetic() : try Corpus.load(directory: options.corpus, useCache: options.decodeCache)
+    env.corpus = corpus
+    say(String(format: "corpus: %d files, %@ (%@), decoded to mono 16 kHz in %.1f s (%d files from the decode cache)",
+               corpus.files.count, Fmt.duration(corpus.totalDuration) as NSString, corpus.description as NSString,
+               corpus.decodeSeconds, corpus.filesFromCache))
+    for s in corpus.skipped { say("  skipped \(s)") }
+
+    let prepared = try Preparation.run(options: options, corpus: corpus, workDirectory: work)
+    env.prepared = prepared
+
+    var recognition: [ConditionReport]?
+    if options.command == .recognition || options.command == .all {
+        recognition = try RecognitionBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+        // Peak RSS of this process so far (decoded corpus + catalog + queries).
+        env.recognitionPeakRSS = ProcStatus.megabytes("VmHWM")
+    }
+    var scale: ScaleReport?
+    if options.command == .scale || options.command == .all {
+        scale = try ScaleBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
+    env.totalSeconds = Clock.now() - t0
+    let markdown = Report.render(env: env, recognition: recognition, scale: scale,
+                                 previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
+    say()
+    say(markdown)
+    if options.write {
+        try FileManager.default.createDirectory(atPath: (options.resultsPath as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try markdown.write(toFile: options.resultsPath, atomically: true, encoding: .utf8)
+        say("results written to \(options.resultsPath)")
+    }
+    say(String(format: "total time %.1f s", env.totalSeconds))
 }
-print("false positives \(fp)/40")
+
+exit(benchMain())

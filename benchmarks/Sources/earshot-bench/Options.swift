@@ -1,0 +1,128 @@
+import Foundation
+
+/// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
+struct Options {
+    enum Command: String { case recognition, scale, all, probe = "_probe" }
+
+    var command: Command = .recognition
+    var root: String = ""
+    var corpus: String = ""
+    var results: String?
+    var write = true
+    var quick = false
+    var seed: UInt64 = 1
+    var queries: Int?
+    var negatives: Int?
+    var scaleHours: Double?
+    var conditions: [String]?
+    var synthetic = false
+    var decodeCache = true
+    var keepWork = false
+    var details: String?
+    var verbose = false
+    // _probe (a child process that opens a catalog file and matches saved query signatures)
+    var probeCatalog = ""
+    var probeQueries = ""
+    var probeOpens = 20
+
+    var queriesPerCondition: Int { queries ?? (quick ? 30 : 100) }
+    var negativesPerCondition: Int { negatives ?? queriesPerCondition }
+    var scaleTargetHours: Double { scaleHours ?? (quick ? 20 : 100) }
+
+    var resultsPath: String {
+        results ?? (quick ? "\(root)/benchmarks/cache/RESULTS-quick.md" : "\(root)/benchmarks/RESULTS.md")
+    }
+
+    var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
+
+    static let usage = """
+        usage: earshot-bench [recognition|scale|all] [options]
+
+          recognition   recall, false positives, offset/skew error, match time, confidence
+                        per degradation condition on the Debian corpus (default)
+          scale         a ~100-hour catalog: size, open time, RSS, match time, recall
+          all           both
+
+        options:
+          --queries N        positive queries per condition (default 100, --quick 30)
+          --negatives N      negative queries per condition (default: same as --queries)
+          --seed S           seed for hold-out, query positions and degradations (default 1)
+          --quick            fewer queries, 20-hour scale catalog; results go to
+                             benchmarks/cache/RESULTS-quick.md unless --results is given
+          --scale-hours H    size of the scale catalog in hours (default 100)
+          --conditions a,b   only these recognition conditions (keys as printed)
+          --corpus DIR       corpus cache (default benchmarks/cache; made by
+                             scripts/fetch-benchmark-corpus.sh)
+          --synthetic        use synthetic music instead of the corpus (no download needed)
+          --no-decode-cache  decode the corpus again instead of reading benchmarks/cache/decoded
+          --results PATH     where to write the Markdown results (default benchmarks/RESULTS.md)
+          --no-write         print only; do not write the results file
+          --details PATH     per-query TSV (default benchmarks/cache/last-run-queries.tsv)
+          --verbose          print every failed query
+          --keep-work        keep the temporary folder (catalog files, query signatures)
+        """
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var o = Options()
+        var args = arguments.dropFirst()[...]
+        func value(_ flag: String) throws -> String {
+            guard let v = args.popFirst() else { throw BenchError("\(flag) needs a value") }
+            return v
+        }
+        func number<T: LosslessStringConvertible>(_ flag: String, _ type: T.Type) throws -> T {
+            let v = try value(flag)
+            guard let n = T(v) else { throw BenchError("\(flag): '\(v)' is not a valid number") }
+            return n
+        }
+        while let arg = args.popFirst() {
+            switch arg {
+            case "recognition", "scale", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "--queries": o.queries = try number(arg, Int.self)
+            case "--negatives": o.negatives = try number(arg, Int.self)
+            case "--seed": o.seed = try number(arg, UInt64.self)
+            case "--quick": o.quick = true
+            case "--scale-hours": o.scaleHours = try number(arg, Double.self)
+            case "--conditions": o.conditions = try value(arg).split(separator: ",").map(String.init)
+            case "--corpus": o.corpus = try value(arg)
+            case "--synthetic": o.synthetic = true
+            case "--no-decode-cache": o.decodeCache = false
+            case "--keep-work": o.keepWork = true
+            case "--results": o.results = try value(arg)
+            case "--no-write": o.write = false
+            case "--details": o.details = try value(arg)
+            case "--verbose", "-v": o.verbose = true
+            case "--catalog": o.probeCatalog = try value(arg)
+            case "--query-file": o.probeQueries = try value(arg)
+            case "--opens": o.probeOpens = try number(arg, Int.self)
+            case "-h", "--help", "help":
+                print(usage)
+                exit(0)
+            default: throw BenchError("unknown argument '\(arg)'\n\n\(usage)")
+            }
+        }
+        if let q = o.queries, q < 1 { throw BenchError("--queries must be at least 1") }
+        if let n = o.negatives, n < 0 { throw BenchError("--negatives must not be negative") }
+        if let h = o.scaleHours, !(h > 0) { throw BenchError("--scale-hours must be positive") }
+        o.root = findRoot()
+        if o.corpus.isEmpty { o.corpus = "\(o.root)/benchmarks/cache" }
+        return o
+    }
+
+    /// The package root: the nearest directory upwards from the working directory (then from the
+    /// executable) that holds a Package.swift declaring earshot-bench.
+    static func findRoot() -> String {
+        let starts = [FileManager.default.currentDirectoryPath,
+                      (Machine.executablePath() as NSString).deletingLastPathComponent]
+        for start in starts {
+            var dir = start
+            while dir != "/" && !dir.isEmpty {
+                let manifest = "\(dir)/Package.swift"
+                if let text = try? String(contentsOfFile: manifest, encoding: .utf8), text.contains("earshot-bench") {
+                    return dir
+                }
+                dir = (dir as NSString).deletingLastPathComponent
+            }
+        }
+        return FileManager.default.currentDirectoryPath
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the Earshot benchmarks end to end and writes benchmarks/RESULTS.md.
+#
+#   benchmarks/run.sh                 # recognition + scale (about 5–10 minutes on 2 cores)
+#   benchmarks/run.sh recognition     # or: scale; any earshot-bench options may follow,
+#   benchmarks/run.sh all --quick     #     e.g. --quick, --queries 200, --seed 7
+#
+# Installs what is missing (lame, sox, libsox-fmt-all from Debian), fetches the corpus into
+# benchmarks/cache (git-ignored), builds earshot-bench in release mode and runs it.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+need=()
+command -v lame >/dev/null || need+=(lame)
+command -v sox >/dev/null || need+=(sox)
+dpkg -s libsox-fmt-all >/dev/null 2>&1 || need+=(libsox-fmt-all)
+if ((${#need[@]})); then
+    echo "installing: ${need[*]}"
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get install -y "${need[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${need[@]}"; }
+fi
+
+scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
+
+swift build -c release --product earshot-bench
+bin="$(swift build -c release --product earshot-bench --show-bin-path)/earshot-bench"
+
+args=("$@")
+((${#args[@]})) || args=(all)
+"$bin" "${args[@]}" 2>&1 | tee "$root/benchmarks/cache/last-run.log"
+
+echo
+echo "results:           $root/benchmarks/RESULTS.md (or benchmarks/cache/RESULTS-quick.md with --quick)"
+echo "log of this run:   $root/benchmarks/cache/last-run.log"
+echo "per-query details: $root/benchmarks/cache/last-run-queries.tsv"
