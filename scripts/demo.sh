@@ -24,7 +24,7 @@ song() {
   for i in $(seq 1 90); do
     local n=${notes[$((RANDOM % ${#notes[@]}))]} m=${notes[$((RANDOM % ${#notes[@]}))]}
     local len=0.$((15 + RANDOM % 30))
-    sox -q -n -r 44100 "part$i.wav" synth "$len" pluck "$n" synth "$len" pluck "$m" mix vol 0.8
+    sox -q -n -r 44100 -c 1 "part$i.wav" synth "$len" pluck "$n" pluck mix "$m" vol 0.8
     parts+=("part$i.wav")
   done
   sox -q "${parts[@]}" "$name.wav"
