@@ -172,31 +172,49 @@ public final class Matcher {
     }
 
     private func collectHits(hypothesis h: Int, anchorStride: Int) {
-        hitQueryFrame.removeAll(keepingCapacity: true)
-        hitReferenceFrame.removeAll(keepingCapacity: true)
-        hitQueryBin.removeAll(keepingCapacity: true)
-        hitReferenceBin.removeAll(keepingCapacity: true)
+        // The loop works on locals moved out of the matcher (and back after): mutating stored
+        // properties from inside closures costs a dynamic exclusivity check per access.
+        var queryFrames = Self.take(&hitQueryFrame), referenceFrames = Self.take(&hitReferenceFrame)
+        var queryBins = Self.take(&hitQueryBin), referenceBins = Self.take(&hitReferenceBin)
+        var histogram = OffsetHistogram.empty
+        swap(&histogram, &self.histogram)
+        defer {
+            hitQueryFrame = queryFrames
+            hitReferenceFrame = referenceFrames
+            hitQueryBin = queryBins
+            hitReferenceBin = referenceBins
+            swap(&histogram, &self.histogram)
+        }
         let catalog = self.catalog
         var lookups = 0
         queryPeaks.withUnsafeBufferPointer { peaks in
             LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
                                                 speed: Self.speedHypotheses[h]) { lm, anchor in
-                guard anchor % anchorStride == 0, hitQueryFrame.count < Self.maximumHits else { return }
+                guard anchor % anchorStride == 0, queryFrames.count < Self.maximumHits else { return }
                 lookups += 1
+                let queryBin = peaks[anchor].bin
                 catalog.forEachPosting(of: lm.key) { value in
                     let frame = Int32(value >> 4)
                     guard let bin = histogram.bin(ofOffset: Int(frame) - Int(lm.frame)) else { return }
                     histogram.add(bin: bin)
-                    hitQueryFrame.append(lm.frame)
-                    hitReferenceFrame.append(frame)
-                    hitQueryBin.append(peaks[anchor].bin)
-                    hitReferenceBin.append(LandmarkHasher.anchorBin(key: lm.key, fineBin: UInt8(value & 15)))
+                    queryFrames.append(lm.frame)
+                    referenceFrames.append(frame)
+                    queryBins.append(queryBin)
+                    referenceBins.append(LandmarkHasher.anchorBin(key: lm.key, fineBin: UInt8(value & 15)))
                 }
             }
         }
         lastStatistics.lookups += lookups
-        lastStatistics.hits += hitQueryFrame.count
+        lastStatistics.hits += queryFrames.count
         lastStatistics.hypothesesSearched += 1
+    }
+
+    /// Moves an array out of a stored property, emptied but keeping its capacity.
+    private static func take<T>(_ array: inout [T]) -> [T] {
+        var taken: [T] = []
+        swap(&taken, &array)
+        taken.removeAll(keepingCapacity: true)
+        return taken
     }
 
     private func verify(hypothesis: Int, bin: Int, queryFrames: Double) -> Candidate? {

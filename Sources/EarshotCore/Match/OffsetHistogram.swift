@@ -12,6 +12,9 @@ struct OffsetHistogram {
     /// negative offset) still has a bin.
     let margin: Int
 
+    /// A placeholder holding no storage (to swap the real one out of its owner).
+    static let empty = OffsetHistogram(timelineFrames: 0, margin: 0)
+
     init(timelineFrames: Int, margin: Int) {
         self.margin = margin
         counts = [UInt16](repeating: 0, count: ((timelineFrames + 2 * margin) >> Self.binShift) + 2)
