@@ -11,7 +11,7 @@
 /// 28      4    peak record count N
 /// 32      4    CRC-32 of the N peak records
 /// 36      4    CRC-32 of bytes 0..<36
-/// 40    4·N    peak records (`PeakCoding`)
+/// 40    6·N    peak records (`PeakCoding`)
 /// ```
 extension Signature {
     static let magic: [UInt8] = Array("EARSIG".utf8) + [0, 1]
