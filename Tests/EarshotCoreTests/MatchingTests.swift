@@ -134,3 +134,19 @@ struct MatchingTests {
         #expect(matcher.match(shiftedQuery).mediaItems.map(\.mediaItem.id) == ["shifted"])
     }
 }
+
+struct RepeatedSectionTests {
+    /// A reference that plays the same section twice: the query matches both places, but the
+    /// result lists the reference once, at one of them.
+    @Test func repeatedSectionIsReportedOnce() throws {
+        let section = SyntheticMusic.make(seed: 321, duration: 10)
+        let reference = SyntheticMusic.make(seed: 322, duration: 5) + section + SyntheticMusic.make(seed: 323, duration: 5) + section
+        var catalog = CustomCatalog()
+        try catalog.addReferenceSignature(try SyntheticSignature.of(reference), representing: [MediaItem(id: "song")])
+        let matcher = Matcher(catalog: try MappedCatalog(bytes: try catalog.dataRepresentation()))
+        let items = matcher.match(try SyntheticSignature.of(SyntheticSignature.excerpt(section, start: 1, duration: 8))).mediaItems
+        #expect(items.count == 1)
+        let offset = try #require(items.first?.matchOffset)
+        #expect(abs(offset - 6) < 0.05 || abs(offset - 21) < 0.05)
+    }
+}

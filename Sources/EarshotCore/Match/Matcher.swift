@@ -136,12 +136,11 @@ public final class Matcher {
                 found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames)
             }
         }
-        // One result per reference position: the best-supported hypothesis.
+        // One result per reference: its best-supported position and hypothesis. (Repetitive
+        // music can match a repeat of the same section too; the weaker position is dropped.)
         var merged: [Candidate] = []
-        for c in found.sorted(by: { $0.inliers > $1.inliers }) {
-            if !merged.contains(where: { $0.referenceIndex == c.referenceIndex && abs($0.offset - c.offset) < 0.25 }) {
-                merged.append(c)
-            }
+        for c in found.sorted(by: { $0.inliers > $1.inliers }) where !merged.contains(where: { $0.referenceIndex == c.referenceIndex }) {
+            merged.append(c)
         }
         // Keep references close to the best (a shared intro matches several equally well).
         if let best = merged.first?.inliers { merged.removeAll { $0.inliers * 4 < best } }
