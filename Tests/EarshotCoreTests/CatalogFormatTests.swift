@@ -66,6 +66,18 @@ struct CatalogFormatTests {
         #expect(a.maximumQuerySignatureDuration == 12)
     }
 
+    @Test func failedMergeLeavesTheCatalogUnchanged() throws {
+        let long = try Signature(duration: 300 * 3600, peaks: [Peak(time: 10, bin: 40, magnitude: 1)])
+        var a = CustomCatalog()
+        try a.addReferenceSignature(long, representing: [MediaItem(id: "a")])
+        var b = CustomCatalog()
+        b.maximumQuerySignatureDuration = 20
+        try b.addReferenceSignature(long, representing: [MediaItem(id: "b")])
+        let before = a
+        #expect(throws: EarshotError.self) { try a.merge(b) }  // 600 h exceeds the timeline
+        #expect(a == before)
+    }
+
     @Test func rejectsBadEdits() throws {
         var c = CustomCatalog()
         let s = try SyntheticSignature.of(SyntheticMusic.make(seed: 1, duration: 4))

@@ -150,3 +150,30 @@ struct RepeatedSectionTests {
         #expect(abs(offset - 6) < 0.05 || abs(offset - 21) < 0.05)
     }
 }
+
+struct CorruptMetadataTests {
+    /// Media items that are not valid JSON behind valid checksums (a crafted file) give a clear
+    /// `catalogInvalid` from `match`, not a silent "no match".
+    @Test func undecodableMediaItemsAreAnError() throws {
+        let audio = SyntheticMusic.make(seed: 5, duration: 20)
+        var catalog = CustomCatalog()
+        try catalog.addReferenceSignature(try SyntheticSignature.of(audio), representing: [MediaItem(id: "x")])
+        var bytes = try catalog.dataRepresentation()
+        // Section 6 (metadata) is the last entry of the table at offset 96; overwrite its bytes
+        // with non-JSON and re-seal its checksum and the header checksum.
+        let entry = 96 + 5 * 32
+        let offset = Int(bytes[(entry + 8)..<(entry + 16)].reversed().reduce(0) { $0 << 8 | UInt64($1) })
+        let length = Int(bytes[(entry + 16)..<(entry + 24)].reversed().reduce(0) { $0 << 8 | UInt64($1) })
+        for i in offset..<(offset + length) { bytes[i] = UInt8(ascii: "#") }
+        func put(_ v: UInt32, at o: Int) { for k in 0..<4 { bytes[o + k] = UInt8((v >> (8 * UInt32(k))) & 0xFF) } }
+        put(CRC32.checksum(Array(bytes[offset..<(offset + length)])), at: entry + 24)
+        put(CRC32.checksum(Array(bytes[0..<92]) + Array(bytes[96..<(96 + 6 * 32)])), at: 92)
+        let matcher = Matcher(catalog: try MappedCatalog(bytes: bytes))
+        guard case .error(let error) = matcher.match(try SyntheticSignature.of(SyntheticSignature.excerpt(audio, start: 4, duration: 8))) else {
+            Issue.record("corrupt media items were not reported")
+            return
+        }
+        #expect(error.code == 300)
+        #expect(error.message.contains("media items of reference 0"))
+    }
+}

@@ -43,10 +43,13 @@ public struct CustomCatalog: Sendable, Equatable {
 
     /// Adds every reference of `other` (`SHCustomCatalog.add(from:)`). The query limits become
     /// the loosest of the two, so no reference loses the queries it accepted.
+    /// All or nothing: if any reference cannot be added, the catalog is left as it was.
     public mutating func merge(_ other: CustomCatalog) throws(EarshotError) {
-        for r in other.references { try addReferenceSignature(r.signature, representing: r.mediaItems) }
-        minimumQuerySignatureDuration = min(minimumQuerySignatureDuration, other.minimumQuerySignatureDuration)
-        maximumQuerySignatureDuration = max(maximumQuerySignatureDuration, other.maximumQuerySignatureDuration)
+        var merged = self
+        for r in other.references { try merged.addReferenceSignature(r.signature, representing: r.mediaItems) }
+        merged.minimumQuerySignatureDuration = min(minimumQuerySignatureDuration, other.minimumQuerySignatureDuration)
+        merged.maximumQuerySignatureDuration = max(maximumQuerySignatureDuration, other.maximumQuerySignatureDuration)
+        self = merged
     }
 
     /// Removes the reference at `index`.

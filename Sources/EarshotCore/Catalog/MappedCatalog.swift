@@ -234,8 +234,15 @@ public final class MappedCatalog: @unchecked Sendable {
         decoder.dateDecodingStrategy = .iso8601
         do {
             return try decoder.decode(StoredItems.self, from: Data(bytes)).mediaItems
+        } catch let DecodingError.dataCorrupted(context) {
+            throw .catalogInvalid("media items of reference \(index) are not valid JSON: \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw .catalogInvalid("media items of reference \(index) lack the field \"\(key.stringValue)\"")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw .catalogInvalid("media items of reference \(index) have a bad value at \(field)")
         } catch {
-            throw .catalogInvalid("media items of reference \(index) are not valid: \(error)")
+            throw .catalogInvalid("media items of reference \(index) cannot be read")
         }
     }
 

@@ -45,21 +45,8 @@ public final class Matcher {
         public var pitchRatio: Double
         /// Query anchors (distinct frames) whose hits lie on the match line: the evidence.
         public var inliers: Int
-        /// Hits on the match line (several per anchor when it pairs with several targets).
-        public var alignedHits: Int
-        /// Fraction of the query's seconds that hold at least one inlier.
-        public var coverage: Double
         public var confidence: Double
     }
-
-    /// Work done by the last match attempt, for benchmarks and diagnostics.
-    public struct Statistics: Sendable {
-        public var queryPeaks = 0
-        public var lookups = 0
-        public var hits = 0
-        public var hypothesesSearched = 0
-    }
-    public private(set) var lastStatistics = Statistics()
 
     private var histogram: OffsetHistogram
     private var queryPeaks: [Peak] = []
@@ -96,7 +83,8 @@ public final class Matcher {
         }
         var results: [MatchedMediaItem] = []
         for c in referenceCandidates(signature) {
-            guard let items = try? catalog.mediaItems(ofReference: c.referenceIndex) else { continue }
+            let items: [MediaItem]
+            do { items = try catalog.mediaItems(ofReference: c.referenceIndex) } catch { return .error(error) }
             let current = c.offset + signature.duration * c.timeScale
             // Time-ranged items follow the current position, as a second screen shows what is on now.
             guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,
@@ -118,7 +106,6 @@ public final class Matcher {
         signature.peaks.withUnsafeBufferPointer {
             PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
         }
-        lastStatistics = Statistics(queryPeaks: queryPeaks.count)
         let queryFrames = signature.duration / FingerprintParameters.hopDuration
 
         // Stage 1: unchanged speed, all anchors.
@@ -185,12 +172,10 @@ public final class Matcher {
             swap(&histogram, &self.histogram)
         }
         let catalog = self.catalog
-        var lookups = 0
         queryPeaks.withUnsafeBufferPointer { peaks in
             LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
                                                 speed: Self.speedHypotheses[h]) { lm, anchor in
                 guard anchor % anchorStride == 0, queryFrames.count < Self.maximumHits else { return }
-                lookups += 1
                 let queryBin = peaks[anchor].bin
                 catalog.forEachPosting(of: lm.key) { value in
                     let frame = Int32(value >> 4)
@@ -203,9 +188,6 @@ public final class Matcher {
                 }
             }
         }
-        lastStatistics.lookups += lookups
-        lastStatistics.hits += queryFrames.count
-        lastStatistics.hypothesesSearched += 1
     }
 
     /// Moves an array out of a stored property, emptied but keeping its capacity.
@@ -261,13 +243,11 @@ public final class Matcher {
             }
         }
         inlierFrames.sort()
-        var inliers = 0, seconds = 0
-        var previousFrame: Int32 = -1, previousSecond = -1
+        var inliers = 0
+        var previousFrame: Int32 = -1
         for f in inlierFrames where f != previousFrame {
             inliers += 1
             previousFrame = f
-            let second = Int(Double(f) * FingerprintParameters.hopDuration)
-            if second != previousSecond { seconds += 1; previousSecond = second }
         }
         guard inliers >= Self.minimumInliers else { return nil }
         midFrame /= Double(aligned)
@@ -277,8 +257,7 @@ public final class Matcher {
         return Candidate(
             referenceIndex: reference,
             offset: (line.intercept - Double(catalog.references[reference].startFrame)) * hop,
-            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers, alignedHits: aligned,
-            coverage: Double(seconds) / max(1, (queryFrames * FingerprintParameters.hopDuration).rounded(.up)),
+            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers,
             confidence: Self.confidence(inliers: inliers))
     }
 

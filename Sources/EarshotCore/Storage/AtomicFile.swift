@@ -26,7 +26,7 @@ public enum AtomicFile {
         let written = bytes.withUnsafeBytes { raw -> Int32 in
             var done = 0
             while done < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
+                let n = systemWrite(fd, raw.baseAddress! + done, raw.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
                     return errno
@@ -68,7 +68,7 @@ public enum AtomicFile {
         var out = [UInt8](repeating: 0, count: Int(st.st_size))
         var done = 0
         while done < out.count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            let n = out.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw .internalError("\(path): \(describeErrno(errno))")
@@ -79,3 +79,7 @@ public enum AtomicFile {
         return Array(out[0..<done])
     }
 }
+
+// `AtomicFile.write`/`read` shadow the C functions inside the enum; these reach them on either platform.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
