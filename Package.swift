@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
+        .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
@@ -28,6 +29,9 @@ let package = Package(
         // Audio in: file decoding (libsndfile), sample-rate conversion (soxr), signature generation.
         .target(name: "EarshotAudio", dependencies: ["EarshotCore", "CSndfile", "CSoxr"]),
 
+        // Live listening: streaming sessions and the managed session with its prerecording buffer.
+        .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio"]),
+
         // Synthetic audio and helpers shared by tests and benchmarks.
         .target(name: "EarshotTestSupport", dependencies: ["EarshotCore"]),
 
@@ -46,6 +50,7 @@ let package = Package(
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
 )

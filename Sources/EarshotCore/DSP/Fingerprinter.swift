@@ -37,6 +37,28 @@ public final class Fingerprinter {
         return result
     }
 
+    /// Stream frame that peak time 0 refers to (0 until `rebase` moves it).
+    public var frameOrigin: Int { picker.frameOrigin }
+
+    /// Forgets the peaks of the `frames` frames after the current origin and moves the origin
+    /// past them: kept and future peaks get times `frames` smaller. A rolling window calls this
+    /// so a stream can run for months with bounded memory and exact peak times. Does not allocate.
+    public func rebase(by frames: Int) {
+        precondition(frames >= 0, "rebase moves the origin forward only")
+        guard frames > 0 else { return }
+        let cut = Float(frames)
+        var dropped = 0
+        while dropped < peaks.count, peaks[dropped].time < cut { dropped += 1 }
+        peaks.removeSubrange(0..<dropped)
+        for i in peaks.indices { peaks[i].time -= cut }
+        picker.frameOrigin += frames
+    }
+
+    /// Reserves room for `count` peaks, so appending does not allocate until they are exceeded.
+    public func reservePeakCapacity(_ count: Int) {
+        peaks.reserveCapacity(count)
+    }
+
     /// Decides the last frames and returns every peak, in time order.
     public func finish() -> [Peak] {
         picker.finish(peaks: &peaks)

@@ -33,6 +33,9 @@ struct PeakPicker {
     private(set) var frameCount = 0
     /// Frames already decided (all frames below this index have been examined).
     private var decidedCount = 0
+    /// Frame that peak time 0 refers to. A long stream moves it forward (`Fingerprinter.rebase`)
+    /// so peak times stay small enough for a `Float` to hold them to a fraction of a frame.
+    var frameOrigin = 0
 
     init() {
         let radii = FingerprintParameters.peakBinRadii
@@ -134,7 +137,7 @@ struct PeakPicker {
                     let y0 = log(value)
                     let yl = log(max(pw[at - 1], 1e-30))
                     let yr = log(max(pw[at + 1], 1e-30))
-                    var time = Float(c)
+                    var time = Float(c - frameOrigin)
                     if c > 0, c + 1 < frameCount {
                         let yp = log(max(pw[((c - 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
                         let yn = log(max(pw[((c + 1) % ringSize) * rowLength + lowGuard + k], 1e-30))

@@ -1,0 +1,235 @@
+/// The rules of a managed session (`SHManagedSession`), as a pure state machine.
+///
+/// The runtime around it owns capture, the rolling fingerprint, the matcher and the clock; it
+/// feeds the machine events and carries out the effects it returns. Keeping the rules here makes
+/// every transition testable without audio, threads or timers.
+///
+/// - `prepare()` starts capture and prerecording; while matching it is ignored, as in ShazamKit.
+/// - `result()` answers from the prerecorded window at once when it holds the catalog's minimum
+///   query duration; otherwise it keeps listening and retrying until the window reaches the
+///   maximum query duration, then answers `.noMatch`. Afterwards the session is idle.
+/// - `results` keeps matching until cancelled.
+/// - `cancel()` ends every attempt and stops capture.
+/// - A capture failure while a request waits answers it with the failure; capture keeps retrying.
+public struct ManagedSessionMachine: Sendable {
+    public enum State: String, Sendable, Equatable {
+        case idle, prerecording, matching
+    }
+
+    /// What the runtime must do after an event, in order.
+    public enum Effect: Sendable {
+        case startCapture
+        case stopCapture
+        /// Make a signature of the current window and match it, then report `.attempted`.
+        case attemptMatch
+        /// Answer every waiting `result()` call with this result.
+        case answerWaiting(MatchResult)
+        /// Give this result to the `results` sequence.
+        case publish(MatchResult)
+        /// End the `results` sequence.
+        case finishResults
+    }
+
+    public struct Configuration: Sendable {
+        public static let `default` = Configuration(minimumWindow: 3, maximumWindow: 12)
+
+        /// Shortest window worth matching (the catalog's minimum query duration).
+        public var minimumWindow: Double
+        /// Longest window (the catalog's maximum query duration): when a window this long does not
+        /// match, `result()` answers `.noMatch`.
+        public var maximumWindow: Double
+        /// Audio between two attempts while a request is not yet answered, and between attempts
+        /// of the `results` sequence.
+        public var attemptInterval: Double
+
+        public init(minimumWindow: Double, maximumWindow: Double, attemptInterval: Double = 1) {
+            self.minimumWindow = minimumWindow
+            self.maximumWindow = maximumWindow
+            self.attemptInterval = attemptInterval
+        }
+    }
+
+    public let configuration: Configuration
+    public private(set) var state: State = .idle
+    /// Whether capture runs (the runtime started it and it was not stopped since).
+    public private(set) var capturing = false
+    /// Calls to `result()` not answered yet.
+    public private(set) var waitingRequests = 0
+    /// Whether a `results` sequence is running.
+    public private(set) var streaming = false
+    /// Why capture is not delivering audio, while it is not.
+    public private(set) var captureProblem: String?
+    /// Whether an attempt is running (the runtime owes an `.attempted` event).
+    public private(set) var attemptInFlight = false
+    /// Stream time of the last attempt's window end.
+    private var lastAttemptAt = -Double.infinity
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: Requests
+
+    public mutating func prepare() -> [Effect] {
+        switch state {
+        case .matching, .prerecording: return []
+        case .idle:
+            state = .prerecording
+            return startCaptureIfNeeded()
+        }
+    }
+
+    /// A `result()` call. `window` is the audio the rolling fingerprint holds now.
+    public mutating func requestResult(window: Double, streamTime: Double) -> [Effect] {
+        waitingRequests += 1
+        return beginMatching(window: window, streamTime: streamTime)
+    }
+
+    /// The `results` sequence starts.
+    public mutating func startResults(window: Double, streamTime: Double) -> [Effect] {
+        streaming = true
+        return beginMatching(window: window, streamTime: streamTime)
+    }
+
+    /// The `results` sequence ended (its consumer stopped iterating).
+    public mutating func stopResults() -> [Effect] {
+        guard streaming else { return [] }
+        streaming = false
+        guard waitingRequests == 0, state == .matching else { return [] }
+        state = .idle
+        return stopCaptureIfRunning()
+    }
+
+    public mutating func cancel() -> [Effect] {
+        var effects: [Effect] = []
+        if waitingRequests > 0 {
+            effects.append(.answerWaiting(.error(.matchAttemptFailed("the match was cancelled"))))
+            waitingRequests = 0
+        }
+        if streaming {
+            effects.append(.finishResults)
+            streaming = false
+        }
+        if capturing {
+            effects.append(.stopCapture)
+            capturing = false
+        }
+        state = .idle
+        lastAttemptAt = -.infinity
+        return effects
+    }
+
+    // MARK: Runtime events
+
+    /// New audio reached the rolling fingerprint.
+    public mutating func audioArrived(window: Double, streamTime: Double) -> [Effect] {
+        if captureProblem != nil { captureProblem = nil }
+        guard state == .matching, !attemptInFlight, window >= configuration.minimumWindow else { return [] }
+        // A full window is retried every interval; a growing one as soon as it has grown by one.
+        guard streamTime - lastAttemptAt >= configuration.attemptInterval else { return [] }
+        attemptInFlight = true
+        lastAttemptAt = streamTime
+        return [.attemptMatch]
+    }
+
+    /// An attempt over a window of `window` seconds ended with `result`.
+    public mutating func attempted(_ result: MatchResult, window: Double) -> [Effect] {
+        attemptInFlight = false
+        guard state == .matching else { return [] }
+        var effects: [Effect] = []
+        if streaming { effects.append(.publish(result)) }
+        if waitingRequests > 0 {
+            let windowIsFull = window >= configuration.maximumWindow - 0.05
+            switch result {
+            case .match, .error:
+                effects.append(.answerWaiting(result))
+                waitingRequests = 0
+            case .noMatch where windowIsFull:
+                effects.append(.answerWaiting(.noMatch))
+                waitingRequests = 0
+            case .noMatch:
+                break
+            }
+        }
+        if waitingRequests == 0, !streaming {
+            // A single result leaves the session idle, as in ShazamKit.
+            state = .idle
+            if capturing {
+                effects.append(.stopCapture)
+                capturing = false
+            }
+        }
+        return effects
+    }
+
+    /// Capture failed (device missing or vanished); the runtime keeps retrying it.
+    public mutating func captureFailed(_ reason: String) -> [Effect] {
+        captureProblem = reason
+        var effects: [Effect] = []
+        let failure = MatchResult.error(.matchAttemptFailed("audio capture failed: \(reason)"))
+        if waitingRequests > 0 {
+            effects.append(.answerWaiting(failure))
+            waitingRequests = 0
+        }
+        if streaming { effects.append(.publish(failure)) }
+        if state == .matching, !streaming {
+            // The request was answered: as after any single result, the session goes idle.
+            state = .idle
+            effects += stopCaptureIfRunning()
+        }
+        return effects
+    }
+
+    // MARK: Helpers
+
+    private mutating func beginMatching(window: Double, streamTime: Double) -> [Effect] {
+        var effects: [Effect] = []
+        if let captureProblem, capturing {
+            // Capture is down: say so now instead of waiting for audio that is not coming.
+            let failure = MatchResult.error(.matchAttemptFailed("audio capture failed: \(captureProblem)"))
+            if waitingRequests > 0 {
+                effects.append(.answerWaiting(failure))
+                waitingRequests = 0
+            }
+            if streaming { effects.append(.publish(failure)) }
+            if !streaming { return effects }
+        }
+        state = .matching
+        effects += startCaptureIfNeeded()
+        lastAttemptAt = -.infinity
+        effects += audioArrived(window: window, streamTime: streamTime)
+        return effects
+    }
+
+    private mutating func startCaptureIfNeeded() -> [Effect] {
+        guard !capturing else { return [] }
+        capturing = true
+        return [.startCapture]
+    }
+
+    private mutating func stopCaptureIfRunning() -> [Effect] {
+        guard capturing else { return [] }
+        capturing = false
+        return [.stopCapture]
+    }
+}
+
+extension ManagedSessionMachine.Effect: CustomStringConvertible {
+    public var description: String {
+        func describe(_ r: MatchResult) -> String {
+            switch r {
+            case .match: "match"
+            case .noMatch: "noMatch"
+            case .error(let e): "error(\(e.name))"
+            }
+        }
+        return switch self {
+        case .startCapture: "startCapture"
+        case .stopCapture: "stopCapture"
+        case .attemptMatch: "attemptMatch"
+        case .answerWaiting(let r): "answerWaiting(\(describe(r)))"
+        case .publish(let r): "publish(\(describe(r)))"
+        case .finishResults: "finishResults"
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+
+@testable import EarshotCore
+
+struct MatchTrackerTests {
+    private func item(reference: Int, current: Double, timeSkew: Double = 0) -> MatchResult {
+        .match([MatchedMediaItem(
+            mediaItem: MediaItem(id: "r\(reference)"), matchOffset: current - 12, predictedCurrentMatchOffset: current,
+            frequencySkew: timeSkew, timeSkew: timeSkew, confidence: 0.9, referenceIndex: reference)])
+    }
+
+    @Test func followsPlaybackAndMarksRepeats() {
+        var tracker = MatchTracker()
+        let first = tracker.track(item(reference: 1, current: 30), streamTime: 100)
+        #expect(first?.isRepeat == false)
+        // One second later at +4 % speed the reference moved 1.04 s.
+        var fast = MatchTracker()
+        _ = fast.track(item(reference: 1, current: 30, timeSkew: 0.04), streamTime: 100)
+        let second = fast.track(item(reference: 1, current: 31.04, timeSkew: 0.04), streamTime: 101)
+        #expect(second?.isRepeat == true)
+        // Same reference, consistent position: a repeat.
+        let repeated = tracker.track(item(reference: 1, current: 31.02), streamTime: 101)
+        #expect(repeated?.isRepeat == true)
+        // Same reference, a jump (seek): new.
+        let jump = tracker.track(item(reference: 1, current: 80), streamTime: 102)
+        #expect(jump?.isRepeat == false)
+        // Another reference: new.
+        let other = tracker.track(item(reference: 2, current: 5), streamTime: 103)
+        #expect(other?.isRepeat == false)
+    }
+
+    @Test func reportsLossOnceAfterConsecutiveMisses() {
+        var tracker = MatchTracker(missesBeforeLost: 2)
+        _ = tracker.track(item(reference: 1, current: 30), streamTime: 100)
+        #expect(tracker.track(.noMatch, streamTime: 101) == nil)  // one miss is tolerated
+        #expect(tracker.currentMatch != nil)
+        let lost = tracker.track(.noMatch, streamTime: 102)
+        guard case .noMatch = lost?.result else { Issue.record("expected noMatch"); return }
+        #expect(tracker.currentMatch == nil)
+        #expect(tracker.track(.noMatch, streamTime: 103) == nil)  // said once
+    }
+
+    @Test func firstNoMatchIsReportedAndErrorsAlways() {
+        var tracker = MatchTracker()
+        #expect(tracker.track(.noMatch, streamTime: 1) != nil)
+        #expect(tracker.track(.noMatch, streamTime: 2) == nil)
+        #expect(tracker.track(.error(.matchAttemptFailed("x")), streamTime: 3) != nil)
+        #expect(tracker.track(.error(.matchAttemptFailed("x")), streamTime: 4) != nil)
+    }
+
+    @Test func predictedOffsetAdvancesWithMeasuredSpeed() {
+        let i = MatchedMediaItem(mediaItem: MediaItem(id: "a"), matchOffset: 0, predictedCurrentMatchOffset: 10,
+                                 frequencySkew: 0.04, timeSkew: 0.04, confidence: 1, referenceIndex: 0)
+        #expect(abs(MatchTracker.predictedOffset(of: i, from: 5, to: 65) - 72.4) < 1e-9)
+    }
+}
