@@ -148,3 +148,19 @@ struct ManagedSessionMachineTests {
         #expect(names(m.attempted(.error(.signatureInvalid("silence")), window: 4)) == ["answerWaiting(error(signatureInvalid))", "stopCapture"])
     }
 }
+
+struct ManagedSessionMachineStaysPreparedTests {
+    @Test func preparedApplianceSessionReturnsToPrerecording() {
+        var m = ManagedSessionMachine(configuration: .init(minimumWindow: 3, maximumWindow: 12, staysPrepared: true))
+        _ = m.prepare()
+        _ = m.requestResult(window: 12, streamTime: 40)
+        #expect(m.attempted(.noMatch, window: 12).map(\.description) == ["answerWaiting(noMatch)"])
+        #expect(m.state == .prerecording && m.capturing)
+        // Without prepare() it still goes idle afterwards.
+        _ = m.cancel()
+        _ = m.requestResult(window: 0, streamTime: 0)
+        _ = m.audioArrived(window: 12, streamTime: 12)
+        #expect(m.attempted(.noMatch, window: 12).map(\.description) == ["answerWaiting(noMatch)", "stopCapture"])
+        #expect(m.state == .idle)
+    }
+}

@@ -41,11 +41,16 @@ public struct ManagedSessionMachine: Sendable {
         /// Audio between two attempts while a request is not yet answered, and between attempts
         /// of the `results` sequence.
         public var attemptInterval: Double
+        /// After a single result of a prepared session, go back to prerecording instead of idle.
+        /// ShazamKit goes idle; an appliance answering request after request wants the window
+        /// kept, so the next answer is as fast as the first.
+        public var staysPrepared: Bool
 
-        public init(minimumWindow: Double, maximumWindow: Double, attemptInterval: Double = 1) {
+        public init(minimumWindow: Double, maximumWindow: Double, attemptInterval: Double = 1, staysPrepared: Bool = false) {
             self.minimumWindow = minimumWindow
             self.maximumWindow = maximumWindow
             self.attemptInterval = attemptInterval
+            self.staysPrepared = staysPrepared
         }
     }
 
@@ -61,6 +66,8 @@ public struct ManagedSessionMachine: Sendable {
     public private(set) var captureProblem: String?
     /// Whether an attempt is running (the runtime owes an `.attempted` event).
     public private(set) var attemptInFlight = false
+    /// Whether `prepare()` was called since the session was last idle.
+    public private(set) var prepared = false
     /// Stream time of the last attempt's window end.
     private var lastAttemptAt = -Double.infinity
 
@@ -75,6 +82,7 @@ public struct ManagedSessionMachine: Sendable {
         case .matching, .prerecording: return []
         case .idle:
             state = .prerecording
+            prepared = true
             return startCaptureIfNeeded()
         }
     }
@@ -96,8 +104,7 @@ public struct ManagedSessionMachine: Sendable {
         guard streaming else { return [] }
         streaming = false
         guard waitingRequests == 0, state == .matching else { return [] }
-        state = .idle
-        return stopCaptureIfRunning()
+        return endMatching()
     }
 
     public mutating func cancel() -> [Effect] {
@@ -115,6 +122,7 @@ public struct ManagedSessionMachine: Sendable {
             capturing = false
         }
         state = .idle
+        prepared = false
         lastAttemptAt = -.infinity
         return effects
     }
@@ -151,14 +159,7 @@ public struct ManagedSessionMachine: Sendable {
                 break
             }
         }
-        if waitingRequests == 0, !streaming {
-            // A single result leaves the session idle, as in ShazamKit.
-            state = .idle
-            if capturing {
-                effects.append(.stopCapture)
-                capturing = false
-            }
-        }
+        if waitingRequests == 0, !streaming { effects += endMatching() }
         return effects
     }
 
@@ -172,11 +173,7 @@ public struct ManagedSessionMachine: Sendable {
             waitingRequests = 0
         }
         if streaming { effects.append(.publish(failure)) }
-        if state == .matching, !streaming {
-            // The request was answered: as after any single result, the session goes idle.
-            state = .idle
-            effects += stopCaptureIfRunning()
-        }
+        if state == .matching, !streaming { effects += endMatching() }
         return effects
     }
 
@@ -199,6 +196,17 @@ public struct ManagedSessionMachine: Sendable {
         lastAttemptAt = -.infinity
         effects += audioArrived(window: window, streamTime: streamTime)
         return effects
+    }
+
+    /// The last request was answered: idle as in ShazamKit, or back to prerecording.
+    private mutating func endMatching() -> [Effect] {
+        if prepared, configuration.staysPrepared {
+            state = .prerecording
+            return []
+        }
+        state = .idle
+        prepared = false
+        return stopCaptureIfRunning()
     }
 
     private mutating func startCaptureIfNeeded() -> [Effect] {

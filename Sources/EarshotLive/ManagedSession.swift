@@ -1,0 +1,173 @@
+import Dispatch
+import EarshotAudio
+import EarshotCore
+import Foundation
+import Synchronization
+
+/// A session that owns its audio source and keeps a prerecording buffer (`SHManagedSession`).
+///
+/// `prepare()` starts the source and fingerprints what it hears into a rolling window of the
+/// catalog's maximum query duration, so `result()` answers from audio already heard. The rules
+/// (what each call does in each state) are `ManagedSessionMachine`'s; this class runs them.
+///
+/// One thread, `earshot-session`, owns the source's consumer side, the fingerprint window, the
+/// matcher and the machine: nothing they hold is shared, so nothing on the audio path locks.
+/// Calls post commands to that thread and wake it; it polls the source every 10 ms.
+public final class ManagedSession: Sendable {
+    public typealias State = ManagedSessionMachine.State
+    /// Makes a fresh source each time capture starts (a stopped source cannot restart).
+    public typealias SourceFactory = @Sendable () -> any AudioSource
+
+    /// What the session is doing, as observers see it.
+    public struct Status: Sendable {
+        public var state: State
+        /// Why the source is not delivering audio, while it is not.
+        public var captureProblem: String?
+        /// Seconds of audio in the prerecording window.
+        public var window: Double
+        /// Seconds of audio heard since capture started.
+        public var heard: Double
+        /// The item being followed by a `results` sequence or the last `result()`, with its
+        /// `predictedCurrentMatchOffset` moved on to the moment the status was taken.
+        public var currentMatch: MatchedMediaItem?
+        public var sourceStatistics: AudioSourceStatistics
+    }
+
+    private let shared: Mutex<Shared>
+    private let wake = DispatchSemaphore(value: 0)
+    private let pending = Atomic<Int>(0)
+    private let thread: Mutex<Thread?> = Mutex(nil)
+    private let worker: Worker
+
+    /// A session over `catalog` that captures from sources `source` makes. `staysPrepared`:
+    /// see `ManagedSessionMachine.Configuration`.
+    public init(catalog: MappedCatalog, staysPrepared: Bool = false, attemptInterval: Double = 1,
+                source: @escaping SourceFactory) {
+        let configuration = ManagedSessionMachine.Configuration(
+            minimumWindow: catalog.minimumQuerySignatureDuration, maximumWindow: catalog.maximumQuerySignatureDuration,
+            attemptInterval: attemptInterval, staysPrepared: staysPrepared)
+        shared = Mutex(Shared(status: Status(state: .idle, window: 0, heard: 0, sourceStatistics: .init())))
+        worker = Worker(catalog: catalog, configuration: configuration, makeSource: source)
+        let thread = Thread { [worker, shared, wake, pending] in
+            worker.run(shared: shared, wake: wake, pending: pending)
+        }
+        thread.name = "earshot-session"
+        thread.stackSize = 1 << 20
+        self.thread.withLock { $0 = thread }
+        thread.start()
+    }
+
+    deinit {
+        post(.shutdown)
+    }
+
+    // MARK: ShazamKit's surface
+
+    /// Starts capture and prerecording; returns once the request is taken. Ignored while
+    /// matching.
+    public func prepare() {
+        post(.prepare)
+    }
+
+    /// One match: from the prerecorded window at once when it holds enough audio, otherwise
+    /// after listening, up to the catalog's maximum query duration (then `.noMatch`).
+    public func result() async -> MatchResult {
+        await withCheckedContinuation { continuation in
+            post(.result(continuation))
+        }
+    }
+
+    /// Matches continuously until the sequence is dropped or `cancel()` is called.
+    public func results() -> AsyncStream<StreamingResult> {
+        let (stream, continuation) = AsyncStream.makeStream(of: StreamingResult.self, bufferingPolicy: .bufferingNewest(64))
+        let id = shared.withLock { s -> Int in
+            s.nextObserverID += 1
+            return s.nextObserverID
+        }
+        continuation.onTermination = { [weak self] _ in self?.post(.stopResults(id)) }
+        post(.startResults(id, continuation))
+        return stream
+    }
+
+    /// Ends every attempt and stops capture.
+    public func cancel() {
+        post(.cancel)
+    }
+
+    // MARK: Observation
+
+    public var state: State { shared.withLock { $0.status.state } }
+
+    /// The current status; `currentMatch`'s predicted offset is moved on to now.
+    public var status: Status {
+        shared.withLock { s in
+            var status = s.status
+            if var item = status.currentMatch, let at = s.currentMatchInstant {
+                let elapsed = Self.seconds(since: at)
+                item.predictedCurrentMatchOffset += elapsed * (1 + item.timeSkew)
+                status.currentMatch = item
+            }
+            return status
+        }
+    }
+
+    /// Every change of state or capture problem, starting with the current status.
+    public func statusUpdates() -> AsyncStream<Status> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Status.self, bufferingPolicy: .bufferingNewest(16))
+        let id = shared.withLock { s -> Int in
+            s.nextObserverID += 1
+            s.statusObservers[s.nextObserverID] = continuation
+            continuation.yield(s.status)
+            return s.nextObserverID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.shared.withLock { $0.statusObservers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Stops capture and the session thread; the session cannot be used afterwards.
+    public func shutdown() {
+        post(.shutdown)
+        let t = thread.withLock { t -> Thread? in
+            defer { t = nil }
+            return t
+        }
+        guard t != nil else { return }
+        while !worker.finished.load(ordering: .acquiring) { usleep(1000) }
+    }
+
+    // MARK: Plumbing
+
+    private func post(_ command: Command) {
+        shared.withLock { $0.commands.append(command) }
+        pending.add(1, ordering: .releasing)
+        wake.signal()
+    }
+
+    static func seconds(since instant: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - instant
+        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+}
+
+extension ManagedSession {
+    enum Command: @unchecked Sendable {
+        case prepare
+        case result(CheckedContinuation<MatchResult, Never>)
+        case startResults(Int, AsyncStream<StreamingResult>.Continuation)
+        case stopResults(Int)
+        case cancel
+        case shutdown
+    }
+
+    /// State shared between callers and the session thread, behind one lock taken briefly.
+    struct Shared: Sendable {
+        var commands: [Command] = []
+        var status: Status
+        /// When `status.currentMatch`'s predicted offset was true.
+        var currentMatchInstant: ContinuousClock.Instant?
+        var statusObservers: [Int: AsyncStream<Status>.Continuation] = [:]
+        var nextObserverID = 0
+    }
+}

@@ -1,0 +1,244 @@
+import Dispatch
+import EarshotAudio
+import EarshotCore
+import Foundation
+import Synchronization
+
+extension ManagedSession {
+    /// Everything the session thread owns. Only that thread touches it (hence unchecked Sendable);
+    /// callers reach it through commands.
+    final class Worker: @unchecked Sendable {
+        /// How often the source is polled while capturing; commands wake the thread at once.
+        static let pollInterval = 0.010
+        /// Samples moved from the source per read (about 64 ms at 16 kHz, 21 ms at 48 kHz).
+        static let readBlock = 1024
+
+        let finished = Atomic<Bool>(false)
+        private let matcher: Matcher
+        private let windowSeconds: Double
+        private var machine: ManagedSessionMachine
+        private let makeSource: SourceFactory
+        private var source: (any AudioSource)?
+        private var fingerprinter: StreamingFingerprinter?
+        /// The source failed and has not delivered since: the window restarts when it does.
+        private var sourceFailed = false
+        private var finishedReported = false
+        private var tracker = MatchTracker()
+        private var waiting: [CheckedContinuation<MatchResult, Never>] = []
+        private var resultObservers: [Int: AsyncStream<StreamingResult>.Continuation] = [:]
+        private let block: UnsafeMutableBufferPointer<Float>
+        /// Wall-clock moment of the newest audio read, and the stream time it brought.
+        private var lastRead: (instant: ContinuousClock.Instant, streamTime: Double)?
+
+        init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, makeSource: @escaping SourceFactory) {
+            matcher = Matcher(catalog: catalog)
+            windowSeconds = catalog.maximumQuerySignatureDuration
+            machine = ManagedSessionMachine(configuration: configuration)
+            self.makeSource = makeSource
+            block = .allocate(capacity: Self.readBlock)
+            block.initialize(repeating: 0)
+        }
+
+        deinit { block.deallocate() }
+
+        func run(shared: Mutex<Shared>, wake: DispatchSemaphore, pending: Atomic<Int>) {
+            var running = true
+            while running {
+                if source != nil {
+                    _ = wake.wait(timeout: .now() + Self.pollInterval)
+                } else {
+                    wake.wait()
+                }
+                if pending.load(ordering: .acquiring) > 0 {
+                    let commands = shared.withLock { s -> [Command] in
+                        defer { s.commands.removeAll(keepingCapacity: true) }
+                        return s.commands
+                    }
+                    pending.subtract(commands.count, ordering: .relaxed)
+                    for command in commands where running {
+                        running = handle(command)
+                    }
+                }
+                if running, source != nil { pumpAudio() }
+                publishStatus(shared)
+            }
+            source?.stop()
+            source = nil
+            for c in waiting { c.resume(returning: .error(.matchAttemptFailed("the session was shut down"))) }
+            waiting.removeAll()
+            for o in resultObservers.values { o.finish() }
+            resultObservers.removeAll()
+            shared.withLock { s in
+                s.status.state = .idle
+                for o in s.statusObservers.values { o.finish() }
+                s.statusObservers.removeAll()
+            }
+            finished.store(true, ordering: .releasing)
+        }
+
+        // MARK: Commands
+
+        /// Returns false for shutdown.
+        private func handle(_ command: Command) -> Bool {
+            let window = fingerprinter?.window.windowDuration ?? 0
+            let now = fingerprinter?.streamDuration ?? 0
+            switch command {
+            case .prepare:
+                perform(machine.prepare())
+            case .result(let continuation):
+                waiting.append(continuation)
+                perform(machine.requestResult(window: window, streamTime: now))
+            case .startResults(let id, let continuation):
+                resultObservers[id] = continuation
+                if resultObservers.count == 1 {
+                    tracker.reset()
+                    perform(machine.startResults(window: window, streamTime: now))
+                } else if let current = tracker.currentMatch {
+                    // A late subscriber learns what is playing without waiting for the next change.
+                    continuation.yield(StreamingResult(result: .match([current.item]), isRepeat: false,
+                                                       streamTime: current.streamTime))
+                }
+            case .stopResults(let id):
+                guard resultObservers.removeValue(forKey: id) != nil else { break }
+                if resultObservers.isEmpty { perform(machine.stopResults()) }
+            case .cancel:
+                perform(machine.cancel())
+            case .shutdown:
+                perform(machine.cancel())
+                return false
+            }
+            return true
+        }
+
+        // MARK: Effects
+
+        private func perform(_ effects: [ManagedSessionMachine.Effect]) {
+            for effect in effects {
+                switch effect {
+                case .startCapture:
+                    let s = makeSource()
+                    source = s
+                    fingerprinter = nil
+                    sourceFailed = false
+                    finishedReported = false
+                    lastRead = nil
+                    s.start()
+                case .stopCapture:
+                    source?.stop()
+                    source = nil
+                    fingerprinter = nil
+                case .attemptMatch:
+                    attempt()
+                case .answerWaiting(let result):
+                    for c in waiting { c.resume(returning: result) }
+                    waiting.removeAll()
+                    if case .match(let items) = result, let top = items.first, resultObservers.isEmpty {
+                        // Keep the answer as the current item for status readers.
+                        tracker.reset()
+                        _ = tracker.track(.match([top]), streamTime: fingerprinter?.streamDuration ?? 0)
+                    }
+                case .publish(let result):
+                    let time = fingerprinter?.streamDuration ?? 0
+                    if let delivered = tracker.track(result, streamTime: time) {
+                        for o in resultObservers.values { o.yield(delivered) }
+                    }
+                case .finishResults:
+                    for o in resultObservers.values { o.finish() }
+                    resultObservers.removeAll()
+                }
+            }
+        }
+
+        private func attempt() {
+            guard let fingerprinter else {
+                perform(machine.attempted(.error(.matchAttemptFailed("no audio has been heard yet")), window: 0))
+                return
+            }
+            let result: MatchResult
+            var window = fingerprinter.window.windowDuration
+            do {
+                let (signature, _) = try fingerprinter.window.signature()
+                window = signature.duration
+                result = matcher.match(signature)
+            } catch .signatureInvalid {
+                result = .noMatch  // silence in the room: nothing to match yet
+            } catch {
+                result = .error(error)
+            }
+            perform(machine.attempted(result, window: window))
+        }
+
+        // MARK: Audio
+
+        private func pumpAudio() {
+            guard let source else { return }
+            switch source.state {
+            case .failed(let error):
+                if !sourceFailed {
+                    sourceFailed = true
+                    perform(machine.captureFailed(error.message))
+                }
+                return
+            case .finished where !finishedReported:
+                // A file source that ran out: matching cannot get more audio than it has.
+                finishedReported = true
+                drain(source)
+                if machine.waitingRequests > 0 || machine.streaming, !machine.attemptInFlight {
+                    perform(machine.captureFailed("the audio source ended"))
+                }
+                return
+            default:
+                break
+            }
+            drain(source)
+        }
+
+        private func drain(_ source: any AudioSource) {
+            guard let rate = source.sampleRate else { return }
+            if fingerprinter == nil || sourceFailed {
+                // First audio, or audio again after a failure: a fresh window (the gap may be long).
+                fingerprinter = try? StreamingFingerprinter(inputRate: rate, windowSeconds: windowSeconds)
+                sourceFailed = false
+            }
+            guard let fingerprinter else { return }
+            var got = false
+            while true {
+                let n = source.read(into: block)
+                if n == 0 { break }
+                fingerprinter.append(UnsafeBufferPointer(rebasing: block[..<n]))
+                got = true
+            }
+            guard got else { return }
+            lastRead = (ContinuousClock.now, fingerprinter.streamDuration)
+            perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
+        }
+
+        // MARK: Status
+
+        private func publishStatus(_ shared: Mutex<Shared>) {
+            let window = fingerprinter?.window.windowDuration ?? 0
+            let heard = fingerprinter?.streamDuration ?? 0
+            var current: MatchedMediaItem?
+            var instant: ContinuousClock.Instant?
+            if let (item, at) = tracker.currentMatch {
+                var moved = item
+                // Bring the offset to the newest audio read; readers move it on by wall clock.
+                if let lastRead {
+                    moved.predictedCurrentMatchOffset = MatchTracker.predictedOffset(of: item, from: at, to: lastRead.streamTime)
+                    instant = lastRead.instant
+                } else {
+                    instant = .now
+                }
+                current = moved
+            }
+            let status = Status(state: machine.state, captureProblem: machine.captureProblem, window: window, heard: heard,
+                                currentMatch: current, sourceStatistics: source?.statistics ?? .init())
+            shared.withLock { s in
+                let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
+                s.status = status
+                s.currentMatchInstant = instant
+                if changed { for o in s.statusObservers.values { o.yield(status) } }
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import EarshotAudio
+import EarshotCore
+import EarshotLive
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// The managed session run for real (its thread, a source, the matcher) on scripted audio.
+struct ManagedSessionTests {
+    let fixture = LiveFixture.shared
+
+    private func excerpt(_ reference: Int, _ start: Double, _ seconds: Double) -> [Float] {
+        SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: seconds)
+    }
+
+    /// Waits (up to 5 s) until `condition` holds for the session's status.
+    private func waitFor(_ session: ManagedSession, _ condition: (ManagedSession.Status) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !condition(session.status) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out; status \(session.status)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test func preparedSessionAnswersFromTheWindowAndGoesIdle() async throws {
+        let audio = excerpt(2, 30, 20)
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.state == .prerecording && $0.window >= 12 }
+        let result = await session.result()
+        let top = try #require(result.mediaItems.first)
+        #expect(top.mediaItem.id == "ref2")
+        // The window is the last 12 s of the 20 heard: it starts 38 s into the reference.
+        #expect(abs(top.matchOffset - 38) < 0.05)
+        #expect(abs(top.predictedCurrentMatchOffset - 50) < 0.05)
+        try await waitFor(session) { $0.state == .idle }
+        // The answer stays the current item, its offset moving on with the clock.
+        let current = try #require(session.status.currentMatch)
+        #expect(current.mediaItem.id == "ref2" && current.predictedCurrentMatchOffset >= 50)
+    }
+
+    @Test func resultWithoutPrepareListensThenAnswers() async throws {
+        let audio = excerpt(0, 10, 6)
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        #expect(session.state == .idle)
+        let result = await session.result()
+        #expect(result.mediaItems.first?.mediaItem.id == "ref0")
+    }
+
+    @Test func audioNotInTheCatalogGivesNoMatchOnceTheWindowIsFull() async throws {
+        let audio = SyntheticMusic.make(seed: 4242, duration: 14)
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.window >= 12 }
+        guard case .noMatch = await session.result() else {
+            Issue.record("expected noMatch")
+            return
+        }
+    }
+
+    @Test func missingDeviceGivesAClearErrorState() async throws {
+        let session = ManagedSession(catalog: fixture.catalog) {
+            ScriptedAudioSource(samples: [], failure: .invalidAudioFormat("cannot open capture device \"hw:9,9\": No such device"))
+        }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.captureProblem != nil }
+        #expect(session.status.captureProblem?.contains("hw:9,9") == true)
+        guard case .error(.matchAttemptFailed(let message)) = await session.result() else {
+            Issue.record("expected matchAttemptFailed")
+            return
+        }
+        #expect(message.contains("No such device"))
+    }
+
+    @Test func cancelWhilePrerecordingStopsEverything() async throws {
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: [Float](repeating: 0.1, count: 16_000)) }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.state == .prerecording }
+        session.cancel()
+        try await waitFor(session) { $0.state == .idle && $0.window == 0 }
+    }
+
+    @Test func resultsFollowTheProgrammeUntilCancelled() async throws {
+        let audio = excerpt(1, 5, 30)
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio, speed: 20) }
+        defer { session.shutdown() }
+        var updates = session.statusUpdates().makeAsyncIterator()
+        #expect(await updates.next()?.state == .idle)
+        var matches: [StreamingResult] = []
+        for await r in session.results() {
+            if !r.result.mediaItems.isEmpty { matches.append(r) }
+            if matches.count == 3 { session.cancel() }
+        }
+        #expect(matches.count == 3)
+        #expect(matches.allSatisfy { $0.result.mediaItems.first?.mediaItem.id == "ref1" })
+        #expect(!matches[0].isRepeat)
+        #expect(await updates.next()?.state == .matching)
+        #expect(await updates.next()?.state == .idle)
+    }
+
+    @Test func stayPreparedSessionAnswersRequestAfterRequest() async throws {
+        let audio = excerpt(2, 40, 20)
+        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.window >= 12 }
+        for _ in 0..<3 {
+            #expect(await session.result().mediaItems.first?.mediaItem.id == "ref2")
+            try await waitFor(session) { $0.state == .prerecording }
+        }
+    }
+}
