@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "Earshot",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
 
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
@@ -26,8 +27,9 @@ let package = Package(
         // Pure core: DSP, fingerprints, signature and catalog formats, matcher, media-item rules.
         .target(name: "EarshotCore", dependencies: ["FFTW"]),
 
-        // Audio in: file decoding (libsndfile), sample-rate conversion (soxr), signature generation.
-        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "CSndfile", "CSoxr"]),
+        // Audio in: ALSA capture, file decoding (libsndfile), sample-rate conversion (soxr),
+        // signature generation.
+        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "CALSA", "CSndfile", "CSoxr"]),
 
         // Live listening: streaming sessions and the managed session with its prerecording buffer.
         .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio"]),

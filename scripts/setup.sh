@@ -8,6 +8,7 @@ packages=(
   libfftw3-dev      # FFT (single precision)
   libsndfile1-dev   # WAV/FLAC/Ogg/Opus/MP3 decoding
   libsoxr-dev       # sample-rate conversion
+  libasound2-dev    # ALSA capture (live listening); tests use its file/null PCM plugins, no sound card
   sox libsox-fmt-all  # test fixtures in other formats, tempo changes in the benchmark
   lame              # MP3 round trips in the benchmark
 )
