@@ -33,10 +33,7 @@ public final class ManagedSession: Sendable {
         public var sourceStatistics: AudioSourceStatistics
     }
 
-    private let shared: Mutex<Shared>
-    private let wake = DispatchSemaphore(value: 0)
-    private let pending = Atomic<Int>(0)
-    private let thread: Mutex<Thread?> = Mutex(nil)
+    private let channel: Channel
     private let worker: Worker
 
     /// A session over `catalog` that captures from sources `source` makes. `staysPrepared`:
@@ -46,14 +43,13 @@ public final class ManagedSession: Sendable {
         let configuration = ManagedSessionMachine.Configuration(
             minimumWindow: catalog.minimumQuerySignatureDuration, maximumWindow: catalog.maximumQuerySignatureDuration,
             attemptInterval: attemptInterval, staysPrepared: staysPrepared)
-        shared = Mutex(Shared(status: Status(state: .idle, window: 0, heard: 0, sourceStatistics: .init())))
-        worker = Worker(catalog: catalog, configuration: configuration, makeSource: source)
-        let thread = Thread { [worker, shared, wake, pending] in
-            worker.run(shared: shared, wake: wake, pending: pending)
-        }
+        let channel = Channel(status: Status(state: .idle, window: 0, heard: 0, sourceStatistics: .init()))
+        self.channel = channel
+        let worker = Worker(catalog: catalog, configuration: configuration, makeSource: source)
+        self.worker = worker
+        let thread = Thread { worker.run(channel: channel) }
         thread.name = "earshot-session"
         thread.stackSize = 1 << 20
-        self.thread.withLock { $0 = thread }
         thread.start()
     }
 
@@ -80,7 +76,7 @@ public final class ManagedSession: Sendable {
     /// Matches continuously until the sequence is dropped or `cancel()` is called.
     public func results() -> AsyncStream<StreamingResult> {
         let (stream, continuation) = AsyncStream.makeStream(of: StreamingResult.self, bufferingPolicy: .bufferingNewest(64))
-        let id = shared.withLock { s -> Int in
+        let id = channel.shared.withLock { s -> Int in
             s.nextObserverID += 1
             return s.nextObserverID
         }
@@ -96,11 +92,11 @@ public final class ManagedSession: Sendable {
 
     // MARK: Observation
 
-    public var state: State { shared.withLock { $0.status.state } }
+    public var state: State { channel.shared.withLock { $0.status.state } }
 
     /// The current status; `currentMatch`'s predicted offset is moved on to now.
     public var status: Status {
-        shared.withLock { s in
+        channel.shared.withLock { s in
             var status = s.status
             if var item = status.currentMatch, let at = s.currentMatchInstant {
                 let elapsed = Self.seconds(since: at)
@@ -114,14 +110,14 @@ public final class ManagedSession: Sendable {
     /// Every change of state or capture problem, starting with the current status.
     public func statusUpdates() -> AsyncStream<Status> {
         let (stream, continuation) = AsyncStream.makeStream(of: Status.self, bufferingPolicy: .bufferingNewest(16))
-        let id = shared.withLock { s -> Int in
+        let id = channel.shared.withLock { s -> Int in
             s.nextObserverID += 1
             s.statusObservers[s.nextObserverID] = continuation
             continuation.yield(s.status)
             return s.nextObserverID
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.shared.withLock { $0.statusObservers.removeValue(forKey: id) }
+            _ = self?.channel.shared.withLock { $0.statusObservers.removeValue(forKey: id) }
         }
         return stream
     }
@@ -129,20 +125,13 @@ public final class ManagedSession: Sendable {
     /// Stops capture and the session thread; the session cannot be used afterwards.
     public func shutdown() {
         post(.shutdown)
-        let t = thread.withLock { t -> Thread? in
-            defer { t = nil }
-            return t
-        }
-        guard t != nil else { return }
         while !worker.finished.load(ordering: .acquiring) { usleep(1000) }
     }
 
     // MARK: Plumbing
 
     private func post(_ command: Command) {
-        shared.withLock { $0.commands.append(command) }
-        pending.add(1, ordering: .releasing)
-        wake.signal()
+        channel.post(command)
     }
 
     static func seconds(since instant: ContinuousClock.Instant) -> Double {
@@ -159,6 +148,24 @@ extension ManagedSession {
         case stopResults(Int)
         case cancel
         case shutdown
+    }
+
+    /// How callers and the session thread meet: a command queue with a wake-up, and the status.
+    final class Channel: Sendable {
+        let shared: Mutex<Shared>
+        /// Commands queued, so the thread takes the lock only when there are some.
+        let pending = Atomic<Int>(0)
+        let wake = DispatchSemaphore(value: 0)
+
+        init(status: Status) {
+            shared = Mutex(Shared(status: status))
+        }
+
+        func post(_ command: Command) {
+            shared.withLock { $0.commands.append(command) }
+            pending.add(1, ordering: .releasing)
+            wake.signal()
+        }
     }
 
     /// State shared between callers and the session thread, behind one lock taken briefly.

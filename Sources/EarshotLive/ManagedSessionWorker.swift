@@ -29,6 +29,8 @@ extension ManagedSession {
         private let block: UnsafeMutableBufferPointer<Float>
         /// Wall-clock moment of the newest audio read, and the stream time it brought.
         private var lastRead: (instant: ContinuousClock.Instant, streamTime: Double)?
+        /// The last turn stopped reading at its limit with audio left.
+        private var backlog = false
 
         init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, makeSource: @escaping SourceFactory) {
             matcher = Matcher(catalog: catalog)
@@ -41,26 +43,29 @@ extension ManagedSession {
 
         deinit { block.deallocate() }
 
-        func run(shared: Mutex<Shared>, wake: DispatchSemaphore, pending: Atomic<Int>) {
+        func run(channel: Channel) {
+            let wake = channel.wake
             var running = true
             while running {
-                if source != nil {
+                if backlog {
+                    backlog = false  // audio is waiting: go straight on
+                } else if source != nil {
                     _ = wake.wait(timeout: .now() + Self.pollInterval)
                 } else {
                     wake.wait()
                 }
-                if pending.load(ordering: .acquiring) > 0 {
-                    let commands = shared.withLock { s -> [Command] in
+                if channel.pending.load(ordering: .acquiring) > 0 {
+                    let commands = channel.shared.withLock { s -> [Command] in
                         defer { s.commands.removeAll(keepingCapacity: true) }
                         return s.commands
                     }
-                    pending.subtract(commands.count, ordering: .relaxed)
+                    channel.pending.subtract(commands.count, ordering: .relaxed)
                     for command in commands where running {
                         running = handle(command)
                     }
                 }
                 if running, source != nil { pumpAudio() }
-                publishStatus(shared)
+                publishStatus(channel)
             }
             source?.stop()
             source = nil
@@ -68,7 +73,7 @@ extension ManagedSession {
             waiting.removeAll()
             for o in resultObservers.values { o.finish() }
             resultObservers.removeAll()
-            shared.withLock { s in
+            channel.shared.withLock { s in
                 s.status.state = .idle
                 for o in s.statusObservers.values { o.finish() }
                 s.statusObservers.removeAll()
@@ -201,21 +206,25 @@ extension ManagedSession {
                 sourceFailed = false
             }
             guard let fingerprinter else { return }
-            var got = false
-            while true {
+            // At most about a second per turn: a source faster than real time (a file, ALSA's
+            // file PCM) must not keep the thread from its commands.
+            var got = 0
+            let limit = Int(rate)
+            while got < limit {
                 let n = source.read(into: block)
                 if n == 0 { break }
                 fingerprinter.append(UnsafeBufferPointer(rebasing: block[..<n]))
-                got = true
+                got += n
             }
-            guard got else { return }
+            backlog = got >= limit
+            guard got > 0 else { return }
             lastRead = (ContinuousClock.now, fingerprinter.streamDuration)
             perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
         }
 
         // MARK: Status
 
-        private func publishStatus(_ shared: Mutex<Shared>) {
+        private func publishStatus(_ channel: Channel) {
             let window = fingerprinter?.window.windowDuration ?? 0
             let heard = fingerprinter?.streamDuration ?? 0
             var current: MatchedMediaItem?
@@ -233,7 +242,7 @@ extension ManagedSession {
             }
             let status = Status(state: machine.state, captureProblem: machine.captureProblem, window: window, heard: heard,
                                 currentMatch: current, sourceStatistics: source?.statistics ?? .init())
-            shared.withLock { s in
+            channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
                 s.status = status
                 s.currentMatchInstant = instant

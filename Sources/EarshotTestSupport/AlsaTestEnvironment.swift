@@ -1,6 +1,7 @@
 import Foundation
 
-/// An ALSA configuration for tests, so that the real ALSA code path runs without a sound card.
+/// An ALSA configuration for tests (and the CLI's end-to-end tests, which pass
+/// `configurationPath` to the `earshot` process as `ALSA_CONFIG_PATH`), so that the real ALSA code path runs without a sound card.
 ///
 /// alsa-lib reads its configuration from the files listed in `ALSA_CONFIG_PATH` (instead of
 /// /usr/share/alsa/alsa.conf, which pulls in /etc/asound.conf and ~/.asoundrc) when it first
@@ -24,9 +25,9 @@ import Foundation
 /// read still reports a full period but leaves the caller's buffer untouched (behind a plugin
 /// that maps its buffer, the last buffer's worth then repeats); a failing read of the infile
 /// (e.g. a directory) is only reported through alsa-lib's error handler, never to the reader.
-enum AlsaTestEnvironment {
+public enum AlsaTestEnvironment {
     /// The configuration file's path.
-    static let configurationPath: String = {
+    public static let configurationPath: String = {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("EarshotAlsaTests-\(getpid())", isDirectory: true)
         try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -37,12 +38,12 @@ enum AlsaTestEnvironment {
     }()
 
     /// Call before anything in the test touches ALSA.
-    static func prepare() {
+    public static func prepare() {
         _ = configurationPath
     }
 
     /// The PCM name that captures the raw file at `path`.
-    static func device(reading path: String, float: Bool = false) -> String {
+    public static func device(reading path: String, float: Bool = false) -> String {
         "\(float ? "earshot_test_float" : "earshot_test"):INFILE=\(path)"
     }
 
@@ -78,9 +79,9 @@ enum AlsaTestEnvironment {
 }
 
 /// Raw little-endian sample files for the file PCM.
-enum RawPCM {
+public enum RawPCM {
     /// Writes `samples` as raw S16_LE and returns the path.
-    static func writeS16(_ samples: [Int16], to path: String) throws -> String {
+    public static func writeS16(_ samples: [Int16], to path: String) throws -> String {
         var bytes = [UInt8]()
         bytes.reserveCapacity(samples.count * 2)
         for s in samples { withUnsafeBytes(of: s.littleEndian) { bytes.append(contentsOf: $0) } }
@@ -89,7 +90,7 @@ enum RawPCM {
     }
 
     /// Writes `samples` as raw S32_LE and returns the path.
-    static func writeS32(_ samples: [Int32], to path: String) throws -> String {
+    public static func writeS32(_ samples: [Int32], to path: String) throws -> String {
         var bytes = [UInt8]()
         for s in samples { withUnsafeBytes(of: s.littleEndian) { bytes.append(contentsOf: $0) } }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
@@ -97,7 +98,7 @@ enum RawPCM {
     }
 
     /// Writes `samples` as raw FLOAT_LE and returns the path.
-    static func writeFloat(_ samples: [Float], to path: String) throws -> String {
+    public static func writeFloat(_ samples: [Float], to path: String) throws -> String {
         var bytes = [UInt8]()
         for s in samples { withUnsafeBytes(of: s.bitPattern.littleEndian) { bytes.append(contentsOf: $0) } }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
@@ -105,7 +106,7 @@ enum RawPCM {
     }
 
     /// Floats in [-1, 1] quantised to 16 bits.
-    static func int16(_ samples: [Float]) -> [Int16] {
+    public static func int16(_ samples: [Float]) -> [Int16] {
         samples.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
     }
 }
