@@ -44,9 +44,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Counts heap allocations for the benchmark (defines malloc & co.; benchmark only).
+        .target(name: "CMallocCounter", path: "benchmarks/Sources/CMallocCounter"),
         .executableTarget(
             name: "earshot-bench",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"],
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotTestSupport", "CMallocCounter"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 

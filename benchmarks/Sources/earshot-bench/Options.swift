@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,12 +36,15 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|all] [options]
+        usage: earshot-bench [recognition|scale|live|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
           scale         a ~100-hour catalog: size, open time, RSS, match time, recall
-          all           both
+          live          managed session: prepared result() latency, audio needed without
+                        prepare(), predicted-offset drift over 60 s, prerecording cost
+                        (about 3 minutes: it plays audio in real time)
+          all           all three
 
         options:
           --queries N        positive queries per condition (default 100, --quick 30)
@@ -76,7 +79,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

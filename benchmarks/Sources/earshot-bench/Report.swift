@@ -50,10 +50,11 @@ struct RunEnvironment {
 }
 
 enum Report {
-    static let sections = ["conditions", "recognition", "performance", "scale"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
-    static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, previous: String?) -> String {
+    static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
+                       previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -63,6 +64,10 @@ enum Report {
         if let scale {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["scale"] = scaleSection(env, scale)
+        }
+        if let live {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["live"] = liveSection(env, live)
         }
         var out = """
             # Earshot benchmark results

@@ -1,7 +1,7 @@
 import EarshotCore
 import Foundation
 
-// earshot-bench: the recognition and scale benchmarks of DESIGN §8. See benchmarks/README.md.
+// earshot-bench: the recognition, scale and live benchmarks of DESIGN §8. See benchmarks/README.md.
 
 func benchMain() -> Int32 {
     let options: Options
@@ -55,8 +55,12 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .scale || options.command == .all {
         scale = try ScaleBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var live: LiveReport?
+    if options.command == .live || options.command == .all {
+        live = try LiveBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
-    let markdown = Report.render(env: env, recognition: recognition, scale: scale,
+    let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live,
                                  previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)
