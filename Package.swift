@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio",
+                "EarshotCore", "EarshotAudio", "EarshotLive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

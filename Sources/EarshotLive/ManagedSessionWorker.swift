@@ -73,11 +73,13 @@ extension ManagedSession {
             waiting.removeAll()
             for o in resultObservers.values { o.finish() }
             resultObservers.removeAll()
-            channel.shared.withLock { s in
+            let observers = channel.shared.withLock { s in
                 s.status.state = .idle
-                for o in s.statusObservers.values { o.finish() }
-                s.statusObservers.removeAll()
+                defer { s.statusObservers.removeAll() }
+                return Array(s.statusObservers.values)
             }
+            // Outside the lock: finishing runs the stream's onTermination, which takes it.
+            for o in observers { o.finish() }
             finished.store(true, ordering: .releasing)
         }
 

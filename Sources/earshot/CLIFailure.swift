@@ -7,7 +7,8 @@ enum ExitStatus: Int32 {
     case noMatch = 1
     /// Bad or missing arguments.
     case usage = 2
-    /// An input file is missing, unreadable, malformed, corrupt or foreign.
+    /// An input file is missing, unreadable, malformed, corrupt or foreign; or (`listen`) the
+    /// capture device delivered no audio at all.
     case badInput = 3
     /// A bug, or the output could not be written.
     case internalFailure = 4

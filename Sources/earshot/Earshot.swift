@@ -8,7 +8,7 @@ import Foundation
 struct Earshot: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "earshot",
-        abstract: "Make audio signatures, build custom catalogs and match audio against them.",
+        abstract: "Make audio signatures, build custom catalogs, match audio against them and listen live.",
         discussion: """
             Earshot recognises which known recording is playing and where in it we are, like \
             ShazamKit with custom catalogs. Typical workflow:
@@ -18,20 +18,23 @@ struct Earshot: ParsableCommand {
                   --media-items items.csv
               earshot catalog display -c show.earcat
               earshot match -c show.earcat clip.wav
+              earshot listen -c show.earcat --device plughw:1,0
 
             Exit status:
-              0  success (for `match`: a match was found)
+              0  success (for `match`: a match was found; for `listen`: listening
+                 ended by interruption, --duration or the end of the file)
               1  `match` found no match
               2  usage error (bad or missing arguments)
               3  bad input: a missing, unreadable, truncated, corrupt or foreign
-                 file, or a malformed media-items CSV
+                 file, or a malformed media-items CSV; for `listen`, also a
+                 capture device that delivered no audio at all
               4  internal error, or the output could not be written
 
             Errors are one line on standard error: `earshot: <file>: <problem>`. A command that \
             fails never leaves a half-written or modified output file behind.
             """,
         version: "0.1.0",
-        subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self]
+        subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self, ListenCommand.self, DevicesCommand.self]
     )
 
     /// Parses, runs, and maps every failure to one stderr line and a documented exit status.

@@ -38,6 +38,14 @@ enum Format {
         return object
     }
 
+    /// Key-sorted JSON text on one line (for output that is one object per line).
+    static func jsonLine(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Pretty, key-sorted JSON text.
     static func jsonText(_ value: JSONValue) -> String {
         let encoder = JSONEncoder()

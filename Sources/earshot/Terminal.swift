@@ -16,8 +16,17 @@ enum Terminal {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
+    /// Writes `text` to stdout as is and at once, unbuffered (for live output and status lines
+    /// rewritten with "\r"; `print` would hold lines back when stdout is a file or a pipe).
+    static func outputRaw(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
     /// True when stderr is a terminal, so a progress line can be rewritten in place.
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// True when stdout is a terminal, so a status line can be rewritten in place.
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Error messages are one line; some core messages embed multi-line descriptions.
     static func oneLine(_ text: String) -> String {

@@ -43,24 +43,58 @@ enum CLIHarness {
         return found
     }
 
+    struct TimedOut: Error, CustomStringConvertible {
+        var arguments: [String]
+        var seconds: Double
+        var description: String { "earshot \(arguments.joined(separator: " ")) still ran after \(seconds) s; killed" }
+    }
+
     /// Runs `earshot arguments…` in `directory` and collects its exit status and output.
-    static func run(_ arguments: [String], in directory: URL) throws -> Run {
+    ///
+    /// - Parameters:
+    ///   - environment: variables set for the child on top of this process's environment.
+    ///   - signal: sends this signal (e.g. SIGINT) to the child `after` seconds, as a user
+    ///     pressing Ctrl-C would.
+    ///   - timeout: seconds after which a child still running is killed and `TimedOut` thrown,
+    ///     so a command that hangs fails its test instead of stalling the run.
+    static func run(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:],
+        signal: (number: Int32, after: Double)? = nil, timeout: Double = 120
+    ) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
         process.currentDirectoryURL = directory
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         // Output goes to files, not pipes: a full pipe would block the child while we wait.
         let logs = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: logs) }
         let out = logs.appendingPathComponent("stdout"), err = logs.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let started = ContinuousClock.now
+        var signalled = signal == nil
+        while process.isRunning {
+            let elapsed = Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000
+            if !signalled, let signal, elapsed >= signal.after {
+                kill(process.processIdentifier, signal.number)
+                signalled = true
+            }
+            if elapsed >= timeout {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw TimedOut(arguments: arguments, seconds: timeout)
+            }
+            usleep(10_000)
+        }
         process.waitUntilExit()
         try outHandle.close()
         try errHandle.close()
@@ -102,6 +136,15 @@ final class Workspace: Sendable {
     func earshot(_ arguments: String...) throws -> CLIHarness.Run { try CLIHarness.run(arguments, in: url) }
 
     func earshot(arguments: [String]) throws -> CLIHarness.Run { try CLIHarness.run(arguments, in: url) }
+
+    /// Runs `earshot` here with extra environment variables, an optional signal and a timeout
+    /// (see `CLIHarness.run`).
+    func earshot(
+        _ arguments: [String], environment: [String: String] = [:], signal: (number: Int32, after: Double)? = nil,
+        timeout: Double = 60
+    ) throws -> CLIHarness.Run {
+        try CLIHarness.run(arguments, in: url, environment: environment, signal: signal, timeout: timeout)
+    }
 }
 
 extension JSONValue {
@@ -124,6 +167,11 @@ extension JSONValue {
 
     var string: String? {
         if case .string(let s) = self { return s }
+        return nil
+    }
+
+    var bool: Bool? {
+        if case .bool(let b) = self { return b }
         return nil
     }
 

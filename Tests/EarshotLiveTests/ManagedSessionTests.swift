@@ -111,6 +111,23 @@ struct ManagedSessionTests {
         #expect(state == .idle)
     }
 
+    /// A status observer still iterating when the session shuts down sees its sequence end
+    /// (finishing it runs its termination handler, which must not meet the status lock held).
+    @Test func shutdownEndsStatusUpdatesBeingIterated() async throws {
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: excerpt(0, 0, 2)) }
+        let updates = session.statusUpdates()
+        let observer = Task {
+            var count = 0
+            for await _ in updates { count += 1 }
+            return count
+        }
+        session.prepare()
+        try await waitFor(session) { $0.state == .prerecording }
+        session.shutdown()
+        #expect(await observer.value >= 1)
+        #expect(session.state == .idle)
+    }
+
     @Test func stayPreparedSessionAnswersRequestAfterRequest() async throws {
         let audio = excerpt(2, 40, 20)
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: audio) }
