@@ -29,6 +29,8 @@ extension ManagedSession {
         private let block: UnsafeMutableBufferPointer<Float>
         /// Wall-clock moment of the newest audio read, and the stream time it brought.
         private var lastRead: (instant: ContinuousClock.Instant, streamTime: Double)?
+        /// Set when the thread starts.
+        private var channel: Channel?
         /// The last turn stopped reading at its limit with audio left.
         private var backlog = false
 
@@ -44,6 +46,7 @@ extension ManagedSession {
         deinit { block.deallocate() }
 
         func run(channel: Channel) {
+            self.channel = channel
             let wake = channel.wake
             var running = true
             while running {
@@ -137,13 +140,15 @@ extension ManagedSession {
                 case .attemptMatch:
                     attempt()
                 case .answerWaiting(let result):
-                    for c in waiting { c.resume(returning: result) }
-                    waiting.removeAll()
                     if case .match(let items) = result, let top = items.first, resultObservers.isEmpty {
                         // Keep the answer as the current item for status readers.
                         tracker.reset()
                         _ = tracker.track(.match([top]), streamTime: fingerprinter?.streamDuration ?? 0)
                     }
+                    // The status shows the answer before the caller gets it.
+                    if let channel { publishStatus(channel) }
+                    for c in waiting { c.resume(returning: result) }
+                    waiting.removeAll()
                 case .publish(let result):
                     let time = fingerprinter?.streamDuration ?? 0
                     if let delivered = tracker.track(result, streamTime: time) {
