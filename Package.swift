@@ -13,6 +13,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // C libraries from Debian packages. Only their one Swift wrapper imports each.
@@ -33,6 +34,14 @@ let package = Package(
 
         // Live listening: streaming sessions and the managed session with its prerecording buffer.
         .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio"]),
+
+        // Protobuf messages generated from proto/ (scripts/generate-proto.sh), the method table and
+        // conversions between them and the core types.
+        .target(
+            name: "EarshotWire",
+            dependencies: ["EarshotCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["Generated/proto-sources.sha256"]
+        ),
 
         // Synthetic audio and helpers shared by tests and benchmarks.
         .target(name: "EarshotTestSupport", dependencies: ["EarshotCore"]),

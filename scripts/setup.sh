@@ -11,6 +11,8 @@ packages=(
   libasound2-dev    # ALSA capture (live listening); tests use its file/null PCM plugins, no sound card
   sox libsox-fmt-all  # test fixtures in other formats, tempo changes in the benchmark
   lame              # MP3 round trips in the benchmark
+  libzmq3-dev libsodium-dev  # ZeroMQ RPC and events (CURVE needs libsodium)
+  protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
 )
 
 missing=()

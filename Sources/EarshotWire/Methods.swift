@@ -1,0 +1,68 @@
+import SwiftProtobuf
+
+/// An RPC method: its path on the wire and its message types. swift-protobuf generates messages
+/// only, so this table is written by hand from the `service` blocks in proto/earshot/v1; a test
+/// checks it against those files.
+public struct RpcMethod<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>: Sendable {
+    /// "/earshot.v1.Recognizer/Match".
+    public let path: String
+    /// Whether the server answers with a stream of `Response` messages.
+    public let serverStreaming: Bool
+
+    public init(_ path: String, serverStreaming: Bool = false) {
+        self.path = path
+        self.serverStreaming = serverStreaming
+    }
+}
+
+/// Every method of `earshot.v1`.
+public enum Methods {
+    public enum Recognizer {
+        public static let prepare = RpcMethod<Earshot_V1_PrepareRequest, Earshot_V1_PrepareResponse>("/earshot.v1.Recognizer/Prepare")
+        public static let match = RpcMethod<Earshot_V1_MatchRequest, Earshot_V1_MatchResult>("/earshot.v1.Recognizer/Match")
+        public static let streamMatches = RpcMethod<Earshot_V1_StreamMatchesRequest, Earshot_V1_MatchResult>(
+            "/earshot.v1.Recognizer/StreamMatches", serverStreaming: true)
+        public static let matchSignature = RpcMethod<Earshot_V1_MatchSignatureRequest, Earshot_V1_MatchResult>(
+            "/earshot.v1.Recognizer/MatchSignature")
+        public static let cancel = RpcMethod<Earshot_V1_CancelRequest, Earshot_V1_CancelResponse>("/earshot.v1.Recognizer/Cancel")
+    }
+
+    public enum Session {
+        public static let getSnapshot = RpcMethod<Earshot_V1_GetSnapshotRequest, Earshot_V1_SessionSnapshot>(
+            "/earshot.v1.Session/GetSnapshot")
+    }
+
+    public enum Catalogs {
+        public static let list = RpcMethod<Earshot_V1_ListCatalogsRequest, Earshot_V1_ListCatalogsResponse>("/earshot.v1.Catalogs/List")
+        public static let describe = RpcMethod<Earshot_V1_DescribeCatalogRequest, Earshot_V1_CatalogDescription>(
+            "/earshot.v1.Catalogs/Describe")
+    }
+
+    public enum Health {
+        public static let check = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>("/earshot.v1.Health/Check")
+        public static let watch = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>(
+            "/earshot.v1.Health/Watch", serverStreaming: true)
+        public static let getStats = RpcMethod<Earshot_V1_GetStatsRequest, Earshot_V1_Stats>("/earshot.v1.Health/GetStats")
+    }
+
+    /// (path, server-streaming) of every method, for the table check and for listings.
+    public static let all: [(path: String, serverStreaming: Bool)] = [
+        (Recognizer.prepare.path, false), (Recognizer.match.path, false), (Recognizer.streamMatches.path, true),
+        (Recognizer.matchSignature.path, false), (Recognizer.cancel.path, false), (Session.getSnapshot.path, false),
+        (Catalogs.list.path, false), (Catalogs.describe.path, false), (Health.check.path, false),
+        (Health.watch.path, true), (Health.getStats.path, false),
+    ]
+}
+
+/// Event topics on the PUB socket. Each ends with "/" so a prefix filter cannot match a longer
+/// name by accident.
+public enum Topics {
+    public static let session = "earshot.v1/session/"
+    public static let match = "earshot.v1/match/"
+    public static let catalog = "earshot.v1/catalog/"
+    public static let health = "earshot.v1/health/"
+    public static let heartbeat = "earshot.v1/hb/"
+}
+
+/// The first frame of every RPC message, both ways: the protocol and its major version.
+public let rpcSignature = "EARSHOT/1"
