@@ -14,6 +14,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C libraries from Debian packages. Only their one Swift wrapper imports each.
@@ -43,6 +44,17 @@ let package = Package(
             exclude: ["Generated/proto-sources.sha256"]
         ),
 
+        // The daemon's parts: configuration, catalog store, RPC services, events.
+        .target(
+            name: "EarshotService",
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotWire", "EarshotTransport",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "earshotd",
+            dependencies: ["EarshotService", "EarshotCore", .product(name: "Logging", package: "swift-log")]
+        ),
+
         // Synthetic audio and helpers shared by tests and benchmarks.
         .target(name: "EarshotTestSupport", dependencies: ["EarshotCore"]),
 
@@ -64,6 +76,7 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
 )

@@ -1,0 +1,45 @@
+import EarshotCore
+import EarshotTransport
+import EarshotWire
+
+/// `earshot.v1.Catalogs`: what the daemon holds.
+final class CatalogsService: Sendable {
+    private let store: CatalogStore
+    private let activeName: String
+
+    init(store: CatalogStore, activeName: String) {
+        self.store = store
+        self.activeName = activeName
+    }
+
+    func summary(_ e: CatalogStore.Entry) -> Earshot_V1_CatalogSummary {
+        Earshot_V1_CatalogSummary(name: e.name, catalog: e.catalog, active: e.name == activeName)
+    }
+
+    func register(on server: RpcServer) {
+        server.register(Methods.Catalogs.list) { [self] _, _ throws(RpcError) in
+            var reply = Earshot_V1_ListCatalogsResponse()
+            reply.catalogs = store.entries.map(summary)
+            return reply
+        }
+        server.register(Methods.Catalogs.describe) { [self] request, _ throws(RpcError) in
+            guard let e = store.entry(named: request.name) else {
+                throw RpcError(.notFound, "no catalog named \"\(request.name)\"; List shows the names")
+            }
+            var reply = Earshot_V1_CatalogDescription()
+            reply.summary = summary(e)
+            for index in 0..<e.catalog.referenceCount {
+                var r = Earshot_V1_ReferenceDescription()
+                r.index = UInt32(index)
+                r.durationSeconds = e.catalog.references[index].duration
+                do {
+                    r.mediaItems = try e.catalog.mediaItems(ofReference: index).map(Earshot_V1_MediaItem.init)
+                } catch {
+                    throw RpcError(.dataLoss, "catalog \"\(e.name)\": \(error.message)")
+                }
+                reply.references.append(r)
+            }
+            return reply
+        }
+    }
+}

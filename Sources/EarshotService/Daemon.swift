@@ -1,0 +1,162 @@
+import EarshotAudio
+import EarshotCore
+import EarshotLive
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Logging
+import Synchronization
+
+/// `earshotd` put together: catalogs, the managed session on the configured source, the RPC
+/// services and the event publisher. The executable only parses its arguments and calls this.
+public final class Daemon: Sendable {
+    public let configuration: DaemonConfiguration
+    private let logger: Logger
+    private let loop: TransportLoop
+    private let server: RpcServer
+    private let publisher: EventPublisher
+    private let session: ManagedSession
+    private let store: CatalogStore
+    private let health: HealthService
+    private let sessionService: SessionService
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let stopped = Flag()
+
+    /// Opens catalogs and binds the sockets; `run()` starts serving.
+    public init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
+        self.configuration = configuration
+        self.logger = logger
+        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"))
+        for failure in store.failures {
+            logger.error("catalog \(failure.name) left out: \(failure.reason)")
+        }
+        let active = try store.active(preferred: configuration.catalog)
+
+        let c = configuration
+        let source: ManagedSession.SourceFactory
+        let sourceName: String
+        switch c.source {
+        case .alsa:
+            sourceName = c.device
+            let alsa = AlsaCaptureConfiguration(device: c.device, sampleRate: c.sampleRate, channelCount: c.channels,
+                                                periodDuration: Double(c.periodMilliseconds) / 1000)
+            source = {
+                AlsaAudioSource(configuration: alsa, bufferDuration: c.bufferSeconds,
+                                realtimePriority: c.realtimePriority > 0 ? Int32(c.realtimePriority) : nil)
+            }
+        case .file:
+            sourceName = "file:" + c.file
+            source = {
+                do { return try PacedFileAudioSource(path: c.file, loop: c.loop) } catch { return UnavailableAudioSource(error) }
+            }
+        }
+        session = ManagedSession(catalog: active.catalog, staysPrepared: true,
+                                 attemptInterval: Double(c.attemptIntervalMilliseconds) / 1000, source: source)
+
+        let epoch = UInt64.random(in: 1...UInt64.max)
+        do {
+            loop = try TransportLoop()
+            var rpc = RpcServer.Configuration(endpoints: c.rpcListen)
+            rpc.maximumMessageBytes = c.maximumMessageBytes
+            rpc.maximumInFlightPerPeer = c.maximumInFlightPerPeer
+            rpc.maximumInFlight = c.maximumInFlight
+            rpc.defaultTimeout = .milliseconds(c.defaultTimeoutMilliseconds)
+            server = try RpcServer(loop: loop, configuration: rpc)
+            publisher = try EventPublisher(loop: loop, endpoints: c.eventsListen, epoch: epoch,
+                                           heartbeatInterval: .milliseconds(c.heartbeatMilliseconds),
+                                           sendHighWaterMark: Int32(clamping: c.sendHighWaterMark))
+        } catch {
+            session.shutdown()
+            throw .internalError("cannot open the network sockets: \(error)")
+        }
+        let events = DaemonEvents(publisher: publisher, epoch: epoch)
+        let counters = DaemonCounters()
+        sessionService = SessionService(session: session, events: events, catalogName: active.name, sourceName: sourceName)
+        let catalogs = CatalogsService(store: store, activeName: active.name)
+        let (server, publisher, session) = (self.server, self.publisher, self.session)
+        health = HealthService(events: events) {
+            var all = counters.snapshot
+            let capture = session.status.sourceStatistics
+            all["capture_frames"] = UInt64(max(0, capture.framesCaptured))
+            all["capture_xruns"] = UInt64(max(0, capture.xruns))
+            all["capture_dropped_samples"] = UInt64(max(0, capture.droppedSamples))
+            all["capture_reopen_attempts"] = UInt64(max(0, capture.reopenAttempts))
+            all["capture_gaps"] = UInt64(max(0, capture.gaps))
+            for (k, v) in server.statistics.counters { all["rpc_" + k] = v }
+            for (k, v) in publisher.statistics.counters { all["events_" + k] = v }
+            return all
+        }
+        RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)
+        sessionService.register(on: server)
+        catalogs.register(on: server)
+        health.register(on: server)
+
+        logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(String(format: "%.1f", active.catalog.totalDuration / 3600)) h (\(store.entries.count) catalog(s) in \(store.directory))")
+        logger.info("listening on \(sourceName); RPC \(server.boundEndpoints.joined(separator: " ")); events \(publisher.boundEndpoints.joined(separator: " "))")
+        for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
+        self.events = events
+        self.counters = counters
+    }
+
+    private let events: DaemonEvents
+    private let counters: DaemonCounters
+
+    /// The endpoints actually bound (port 0 becomes the real port).
+    public var rpcEndpoints: [String] { server.boundEndpoints }
+    public var eventEndpoints: [String] { publisher.boundEndpoints }
+
+    /// Serves until `stop()`.
+    public func run() async {
+        loop.start()
+        let session = self.session, events = self.events, logger = self.logger, sessionService = self.sessionService
+        // Session state → events and the log.
+        let statusTask = Task {
+            var problem: String?
+            for await status in session.statusUpdates() {
+                events.publishSession(sessionService.snapshot())
+                if status.captureProblem != problem {
+                    if let p = status.captureProblem {
+                        logger.warning("audio capture: \(p) (retrying)")
+                    } else if problem != nil {
+                        logger.notice("audio capture works again")
+                    }
+                    problem = status.captureProblem
+                }
+            }
+        }
+        var started = [statusTask]
+        if configuration.prepareOnStart { session.prepare() }
+        if configuration.follow {
+            // Continuous recognition: every new match and lost match goes to the match topic.
+            let catalogName = (try? store.active(preferred: configuration.catalog).name) ?? ""
+            let counters = self.counters
+            started.append(Task {
+                for await r in session.results() {
+                    counters.add(r.result)
+                    if r.isRepeat { continue }
+                    events.publishMatch(Earshot_V1_MatchResult(r.result, catalog: catalogName, streamTime: r.streamTime))
+                    if let item = r.result.mediaItems.first {
+                        logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) at \(String(format: "%.2f", item.predictedCurrentMatchOffset)) s, skew \(String(format: "%+.2f", item.frequencySkew * 100)) %, confidence \(String(format: "%.2f", item.confidence))")
+                    }
+                }
+            })
+        }
+        tasks.withLock { $0 = started }
+        health.set(.serving)
+        while !stopped.isSet { try? await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    /// Graceful stop: health NOT_SERVING, new calls refused, in-flight calls get up to `grace`,
+    /// then capture and sockets close.
+    public func stop(grace: Duration = .seconds(2)) async {
+        guard !stopped.isSet else { return }
+        logger.notice("stopping")
+        health.set(.notServing)
+        server.stopAccepting()
+        await server.shutdown(grace: grace)
+        for t in tasks.withLock({ $0 }) { t.cancel() }
+        session.shutdown()
+        loop.stop()
+        stopped.set()
+    }
+}

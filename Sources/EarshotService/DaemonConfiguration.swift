@@ -1,0 +1,199 @@
+import Foundation
+
+/// Everything `earshotd` can be told, with its defaults. `deploy/earshotd.toml` lists every key
+/// with a comment and its default; a test keeps the two in step.
+public struct DaemonConfiguration: Equatable, Sendable {
+    public enum AudioSourceKind: String, Sendable { case alsa, file }
+
+    // [daemon]
+    public var stateDirectory = "/var/lib/earshot"
+    public var logLevel = "info"
+    // [audio]
+    public var source = AudioSourceKind.alsa
+    public var device = "default"
+    public var sampleRate = 16_000
+    public var channels = 1
+    public var periodMilliseconds = 20
+    public var bufferSeconds = 4.0
+    public var realtimePriority = 10
+    public var file = ""
+    public var loop = true
+    // [session]
+    public var catalog = ""
+    public var prepareOnStart = true
+    public var follow = true
+    public var attemptIntervalMilliseconds = 1000
+    // [rpc]
+    public var rpcListen = ["tcp://127.0.0.1:7400"]
+    public var maximumMessageBytes = 4 << 20
+    public var maximumInFlightPerPeer = 16
+    public var maximumInFlight = 256
+    public var defaultTimeoutMilliseconds = 30_000
+    // [events]
+    public var eventsListen = ["tcp://127.0.0.1:7401"]
+    public var heartbeatMilliseconds = 1000
+    public var sendHighWaterMark = 10_000
+
+    public init() {}
+
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// A configuration problem: the file or option, and what is wrong.
+    public struct Problem: Error, Equatable, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Reads `text` (TOML) from `origin` (a path, for messages), then applies `overrides`
+    /// ("section.key" → value, from `--section.key=value`).
+    public static func load(text: String, origin: String, overrides: [(key: String, value: TOMLSubset.Value)] = []) throws(Problem) -> DaemonConfiguration {
+        var config = DaemonConfiguration()
+        let entries: [(key: String, value: TOMLSubset.Value)]
+        do { entries = try TOMLSubset.parse(text) } catch { throw Problem(message: "\(origin): \(error)") }
+        for (key, value) in entries {
+            do { try config.set(key, value) } catch { throw Problem(message: "\(origin): \(error.message)") }
+        }
+        for (key, value) in overrides {
+            do { try config.set(key, value) } catch { throw Problem(message: "--\(key): \(error.message)") }
+        }
+        try config.validate()
+        return config
+    }
+
+    /// Every key, in the order of `deploy/earshotd.toml`.
+    public static let keys = [
+        "daemon.state_directory", "daemon.log_level",
+        "audio.source", "audio.device", "audio.sample_rate", "audio.channels", "audio.period_ms", "audio.buffer_seconds",
+        "audio.realtime_priority", "audio.file", "audio.loop",
+        "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
+        "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight", "rpc.default_timeout_ms",
+        "events.listen", "events.heartbeat_ms", "events.send_high_water_mark",
+    ]
+
+    mutating func set(_ key: String, _ value: TOMLSubset.Value) throws(Problem) {
+        switch key {
+        case "daemon.state_directory": stateDirectory = try string(key, value)
+        case "daemon.log_level": logLevel = try string(key, value)
+        case "audio.source":
+            let s = try string(key, value)
+            guard let kind = AudioSourceKind(rawValue: s) else { throw Problem(message: "\(key) must be \"alsa\" or \"file\", not \"\(s)\"") }
+            source = kind
+        case "audio.device": device = try string(key, value)
+        case "audio.sample_rate": sampleRate = try integer(key, value, 8_000...96_000)
+        case "audio.channels": channels = try integer(key, value, 1...2)
+        case "audio.period_ms": periodMilliseconds = try integer(key, value, 1...1000)
+        case "audio.buffer_seconds": bufferSeconds = try number(key, value, 0.1...600)
+        case "audio.realtime_priority": realtimePriority = try integer(key, value, 0...99)
+        case "audio.file": file = try string(key, value)
+        case "audio.loop": loop = try boolean(key, value)
+        case "session.catalog": catalog = try string(key, value)
+        case "session.prepare_on_start": prepareOnStart = try boolean(key, value)
+        case "session.follow": follow = try boolean(key, value)
+        case "session.attempt_interval_ms": attemptIntervalMilliseconds = try integer(key, value, 100...60_000)
+        case "rpc.listen": rpcListen = try strings(key, value)
+        case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
+        case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
+        case "rpc.max_in_flight": maximumInFlight = try integer(key, value, 1...100_000)
+        case "rpc.default_timeout_ms": defaultTimeoutMilliseconds = try integer(key, value, 1...86_400_000)
+        case "events.listen": eventsListen = try strings(key, value)
+        case "events.heartbeat_ms": heartbeatMilliseconds = try integer(key, value, 100...60_000)
+        case "events.send_high_water_mark": sendHighWaterMark = try integer(key, value, 1...10_000_000)
+        default:
+            let section = key.split(separator: ".").first.map(String.init) ?? key
+            let known = Self.keys.filter { $0.hasPrefix(section + ".") }
+            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, rpc, events"
+                : "; [\(section)] has " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ")))
+        }
+    }
+
+    func validate() throws(Problem) {
+        guard Self.logLevels.contains(logLevel) else {
+            throw Problem(message: "daemon.log_level must be one of \(Self.logLevels.joined(separator: ", ")), not \"\(logLevel)\"")
+        }
+        if source == .file, file.isEmpty { throw Problem(message: "audio.source = \"file\" needs audio.file") }
+        guard !rpcListen.isEmpty else { throw Problem(message: "rpc.listen needs at least one endpoint") }
+        guard !eventsListen.isEmpty else { throw Problem(message: "events.listen needs at least one endpoint") }
+        guard !stateDirectory.isEmpty else { throw Problem(message: "daemon.state_directory must not be empty") }
+    }
+
+    private func string(_ key: String, _ v: TOMLSubset.Value) throws(Problem) -> String {
+        guard case .string(let s) = v else { throw Problem(message: "\(key) must be a string in quotes, not \(v)") }
+        return s
+    }
+
+    private func strings(_ key: String, _ v: TOMLSubset.Value) throws(Problem) -> [String] {
+        if case .string(let s) = v { return [s] }
+        guard case .array(let items) = v else { throw Problem(message: "\(key) must be a list of strings, not \(v)") }
+        var out: [String] = []
+        for item in items {
+            guard case .string(let s) = item else { throw Problem(message: "\(key) must be a list of strings, not \(v)") }
+            out.append(s)
+        }
+        return out
+    }
+
+    private func boolean(_ key: String, _ v: TOMLSubset.Value) throws(Problem) -> Bool {
+        guard case .boolean(let b) = v else { throw Problem(message: "\(key) must be true or false, not \(v)") }
+        return b
+    }
+
+    private func integer(_ key: String, _ v: TOMLSubset.Value, _ range: ClosedRange<Int>) throws(Problem) -> Int {
+        guard case .integer(let i) = v else { throw Problem(message: "\(key) must be a whole number, not \(v)") }
+        guard range.contains(i) else { throw Problem(message: "\(key) must be within \(range.lowerBound)…\(range.upperBound), not \(i)") }
+        return i
+    }
+
+    private func number(_ key: String, _ v: TOMLSubset.Value, _ range: ClosedRange<Double>) throws(Problem) -> Double {
+        let d: Double
+        switch v {
+        case .integer(let i): d = Double(i)
+        case .float(let f): d = f
+        default: throw Problem(message: "\(key) must be a number, not \(v)")
+        }
+        guard range.contains(d) else { throw Problem(message: "\(key) must be within \(range.lowerBound)…\(range.upperBound), not \(d)") }
+        return d
+    }
+}
+
+extension DaemonConfiguration {
+    /// The configuration as TOML, every key (for `earshotd --check-config`).
+    public func rendered(origin: String) -> String {
+        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        func list(_ a: [String]) -> String { "[" + a.map(q).joined(separator: ", ") + "]" }
+        return """
+            # effective configuration (from \(origin) and the command line)
+            [daemon]
+            state_directory = \(q(stateDirectory))
+            log_level = \(q(logLevel))
+
+            [audio]
+            source = \(q(source.rawValue))
+            device = \(q(device))
+            sample_rate = \(sampleRate)
+            channels = \(channels)
+            period_ms = \(periodMilliseconds)
+            buffer_seconds = \(bufferSeconds)
+            realtime_priority = \(realtimePriority)
+            file = \(q(file))
+            loop = \(loop)
+
+            [session]
+            catalog = \(q(catalog))
+            prepare_on_start = \(prepareOnStart)
+            follow = \(follow)
+            attempt_interval_ms = \(attemptIntervalMilliseconds)
+
+            [rpc]
+            listen = \(list(rpcListen))
+            max_message_bytes = \(maximumMessageBytes)
+            max_in_flight_per_peer = \(maximumInFlightPerPeer)
+            max_in_flight = \(maximumInFlight)
+            default_timeout_ms = \(defaultTimeoutMilliseconds)
+
+            [events]
+            listen = \(list(eventsListen))
+            heartbeat_ms = \(heartbeatMilliseconds)
+            send_high_water_mark = \(sendHighWaterMark)
+            """
+    }
+}

@@ -1,0 +1,8 @@
+import Synchronization
+
+/// A flag one task sets and others read.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
+}

@@ -1,0 +1,108 @@
+import EarshotCore
+import EarshotLive
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Synchronization
+
+/// `earshot.v1.Recognizer`: the managed session over RPC, and one-off signatures.
+final class RecognizerService: Sendable {
+    private let session: ManagedSession
+    private let catalogName: String
+    private let events: DaemonEvents
+    private let counters: DaemonCounters
+    /// For MatchSignature. A matcher serves one call at a time; such calls are rare and fast.
+    private let signatureMatcher: Mutex<Matcher>
+
+    init(session: ManagedSession, catalog: CatalogStore.Entry, events: DaemonEvents, counters: DaemonCounters) {
+        self.session = session
+        catalogName = catalog.name
+        self.events = events
+        self.counters = counters
+        signatureMatcher = Mutex(Matcher(catalog: catalog.catalog))
+    }
+
+    func register(on server: RpcServer) {
+        server.register(Methods.Recognizer.prepare) { [session] _, _ throws(RpcError) in
+            session.prepare()
+            var reply = Earshot_V1_PrepareResponse()
+            reply.state = Earshot_V1_SessionState(session.state == .idle ? .prerecording : session.state)
+            return reply
+        }
+        server.register(Methods.Recognizer.match) { [self] _, call throws(RpcError) in
+            try await match(call)
+        }
+        server.register(streaming: Methods.Recognizer.streamMatches) { [self] request, call, writer throws(RpcError) in
+            try await stream(request, call, writer)
+        }
+        server.register(Methods.Recognizer.matchSignature) { [self] request, _ throws(RpcError) in
+            let signature: Signature
+            do { signature = try SignatureCoding.decode(request.signature) } catch {
+                throw RpcError(.invalidArgument, "signature: \(error.message)")
+            }
+            let result = signatureMatcher.withLock { $0.match(signature) }
+            counters.add(result)
+            return Earshot_V1_MatchResult(result, catalog: catalogName, streamTime: signature.duration)
+        }
+        server.register(Methods.Recognizer.cancel) { [session] _, _ throws(RpcError) in
+            session.cancel()
+            var reply = Earshot_V1_CancelResponse()
+            reply.state = .idle
+            return reply
+        }
+    }
+
+    /// One result, or DEADLINE_EXCEEDED / CANCELLED when the call ends first (the session's
+    /// attempt goes on and answers nobody).
+    private func match(_ call: RpcCall) async throws(RpcError) -> Earshot_V1_MatchResult {
+        let session = self.session
+        let outcome: MatchResult? = await withTaskGroup(of: MatchResult?.self) { group in
+            group.addTask { await session.result() }
+            group.addTask {
+                while !call.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let outcome else {
+            throw call.cancellationReason() ?? RpcError(.cancelled, "the call was cancelled")
+        }
+        counters.add(outcome)
+        let heard = session.status.heard
+        let reply = Earshot_V1_MatchResult(outcome, catalog: catalogName, streamTime: heard)
+        events.publishMatch(reply)
+        return reply
+    }
+
+    private func stream(_ request: Earshot_V1_StreamMatchesRequest, _ call: RpcCall,
+                        _ writer: RpcStreamWriter<Earshot_V1_MatchResult>) async throws(RpcError) {
+        let results = session.results()
+        let catalogName = self.catalogName, counters = self.counters
+        // Iterating in a task lets the call's end stop the wait for the next result (cancelling
+        // the task ends the sequence, which ends the session's `results` for this stream).
+        let consumer = Task { () -> RpcError? in
+            for await r in results {
+                counters.add(r.result)
+                if r.isRepeat, !request.includeRepeats { continue }
+                do {
+                    try writer.send(Earshot_V1_MatchResult(r.result, catalog: catalogName, repeat: r.isRepeat, streamTime: r.streamTime))
+                } catch {
+                    return error
+                }
+            }
+            return nil
+        }
+        let done = Flag()
+        let watchdog = Task {
+            while !call.isCancelled, !done.isSet { try? await Task.sleep(for: .milliseconds(20)) }
+            consumer.cancel()
+        }
+        let failure = await consumer.value
+        done.set()
+        watchdog.cancel()
+        if let reason = call.cancellationReason() { throw reason }
+        if let failure { throw failure }
+    }
+}

@@ -1,0 +1,106 @@
+import EarshotCore
+import Foundation
+
+// Core types to their wire messages. The wire keeps every property a client can show; nothing
+// here decides anything.
+
+extension Earshot_V1_MediaItem {
+    public init(_ item: MediaItem) {
+        self.init()
+        id = item.id
+        title = item.title ?? ""
+        subtitle = item.subtitle ?? ""
+        artist = item.artist ?? ""
+        genres = item.genres
+        isrc = item.isrc ?? ""
+        artworkURL = item.artworkURL ?? ""
+        videoURL = item.videoURL ?? ""
+        webURL = item.webURL ?? ""
+        if let explicit = item.explicitContent { explicitContent = explicit }
+        if let date = item.creationDate { creationDate = ISO8601DateFormatter().string(from: date) }
+        timeRanges = item.timeRanges.map { Earshot_V1_TimeRange(start: $0.lowerBound, end: $0.upperBound) }
+        frequencySkewRanges = item.frequencySkewRanges.map { Earshot_V1_TimeRange(start: $0.lowerBound, end: $0.upperBound) }
+        if !item.customProperties.isEmpty {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            if let data = try? encoder.encode(item.customProperties) {
+                customPropertiesJson = String(decoding: data, as: UTF8.self)
+            }
+        }
+    }
+}
+
+extension Earshot_V1_TimeRange {
+    public init(start: Double, end: Double) {
+        self.init()
+        self.start = start
+        self.end = end
+    }
+}
+
+extension Earshot_V1_MatchedMediaItem {
+    public init(_ item: MatchedMediaItem, catalog: String) {
+        self.init()
+        mediaItem = Earshot_V1_MediaItem(item.mediaItem)
+        matchOffset = item.matchOffset
+        predictedCurrentMatchOffset = item.predictedCurrentMatchOffset
+        frequencySkew = item.frequencySkew
+        timeSkew = item.timeSkew
+        confidence = item.confidence
+        referenceIndex = UInt32(clamping: item.referenceIndex)
+        self.catalog = catalog
+    }
+}
+
+extension Earshot_V1_RecognitionError {
+    public init(_ error: EarshotError) {
+        self.init()
+        code = Int32(error.code)
+        name = error.name
+        message = error.message
+    }
+}
+
+extension Earshot_V1_MatchResult {
+    /// `result` as sent: `madeAt` is when it was made, `streamTime` the audio heard by then.
+    public init(_ result: MatchResult, catalog: String, repeat isRepeat: Bool = false, streamTime: Double = 0,
+                madeAt: Date = Date()) {
+        self.init()
+        switch result {
+        case .match(let items):
+            outcome = .match
+            self.items = items.map { Earshot_V1_MatchedMediaItem($0, catalog: catalog) }
+        case .noMatch:
+            outcome = .noMatch
+        case .error(let e):
+            outcome = .error
+            error = Earshot_V1_RecognitionError(e)
+        }
+        self.repeat = isRepeat
+        self.streamTime = streamTime
+        madeAtUnixMs = Int64((madeAt.timeIntervalSince1970 * 1000).rounded())
+    }
+}
+
+extension Earshot_V1_SessionState {
+    public init(_ state: ManagedSessionMachine.State) {
+        switch state {
+        case .idle: self = .idle
+        case .prerecording: self = .prerecording
+        case .matching: self = .matching
+        }
+    }
+}
+
+extension Earshot_V1_CatalogSummary {
+    public init(name: String, catalog: MappedCatalog, active: Bool) {
+        self.init()
+        self.name = name
+        referenceCount = UInt32(clamping: catalog.referenceCount)
+        totalDurationSeconds = catalog.totalDuration
+        byteCount = UInt64(catalog.byteCount)
+        minimumQueryDuration = catalog.minimumQuerySignatureDuration
+        maximumQueryDuration = catalog.maximumQuerySignatureDuration
+        self.active = active
+    }
+}

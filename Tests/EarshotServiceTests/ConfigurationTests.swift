@@ -1,0 +1,86 @@
+import EarshotService
+import Foundation
+import Testing
+
+struct ConfigurationTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// deploy/earshotd.toml lists every key, commented out, with its default: uncommenting them
+    /// all must give exactly the built-in defaults, and every key must be there.
+    @Test func deployedFileListsEveryKeyWithItsDefault() throws {
+        let text = try String(contentsOf: Self.packageRoot.appendingPathComponent("deploy/earshotd.toml"), encoding: .utf8)
+        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let l = String(line)
+            if l.hasPrefix("#"), l.dropFirst().first?.isLetter == true, l.contains(" = ") { return String(l.dropFirst()) }
+            return l
+        }.joined(separator: "\n")
+        let entries = try TOMLSubset.parse(uncommented)
+        #expect(entries.map(\.key) == DaemonConfiguration.keys)
+        #expect(try DaemonConfiguration.load(text: uncommented, origin: "deploy") == DaemonConfiguration())
+        // As shipped (all commented) it is the defaults too.
+        #expect(try DaemonConfiguration.load(text: text, origin: "deploy") == DaemonConfiguration())
+    }
+
+    @Test func renderedConfigurationReadsBack() throws {
+        var c = DaemonConfiguration()
+        c.device = "plughw:1,0"
+        c.rpcListen = ["tcp://0.0.0.0:7400", "ipc:///run/earshot/rpc"]
+        c.bufferSeconds = 2.5
+        c.follow = false
+        #expect(try DaemonConfiguration.load(text: c.rendered(origin: "test"), origin: "x") == c)
+    }
+
+    @Test func overridesWinOverTheFile() throws {
+        let c = try DaemonConfiguration.load(
+            text: "[audio]\ndevice = \"hw:0,0\"\n", origin: "f.toml",
+            overrides: [("audio.device", TOMLSubset.parseValue("plughw:2,0")), ("session.follow", TOMLSubset.parseValue("false")),
+                        ("rpc.listen", TOMLSubset.parseValue("[\"tcp://127.0.0.1:9000\"]"))])
+        #expect(c.device == "plughw:2,0")
+        #expect(c.follow == false)
+        #expect(c.rpcListen == ["tcp://127.0.0.1:9000"])
+    }
+
+    @Test(arguments: [
+        ("[audio]\ndevise = \"x\"\n", "f.toml: unknown setting audio.devise; [audio] has source, device"),
+        ("[audio]\nsample_rate = \"fast\"\n", "f.toml: audio.sample_rate must be a whole number"),
+        ("[audio]\nsample_rate = 4000\n", "f.toml: audio.sample_rate must be within 8000…96000"),
+        ("[audio]\nsource = \"file\"\n", "audio.source = \"file\" needs audio.file"),
+        ("[daemon]\nlog_level = \"loud\"\n", "daemon.log_level must be one of"),
+        ("[rpc]\nlisten = [\"a\", 3]\n", "f.toml: rpc.listen must be a list of strings"),
+        ("[rpc\n", "f.toml: line 1: expected ']'"),
+        ("[session]\nfollow = yes\n", "f.toml: line 2: 'yes' is not a value"),
+        ("[session]\nfollow = true\nfollow = false\n", "f.toml: line 3: session.follow is set twice"),
+        ("[audio]\ndevice = \"unterminated\n", "f.toml: line 2: unterminated string"),
+    ])
+    func badConfigurationSaysWhatAndWhere(text: String, expected: String) {
+        do {
+            _ = try DaemonConfiguration.load(text: text, origin: "f.toml")
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.message.hasPrefix(expected) || error.message.contains(expected), "\(error.message)")
+        }
+    }
+
+    @Test func valuesOfEveryKind() throws {
+        let entries = try TOMLSubset.parse("""
+            # comment
+            top = 1
+            [a.b]
+            s = "x\\"y\\n"   # trailing comment
+            l = 'C:\\raw'
+            i = -42
+            f = 2.5
+            big = 1_000
+            t = true
+            arr = [1, "two", false]
+            """)
+        #expect(entries.map(\.key) == ["top", "a.b.s", "a.b.l", "a.b.i", "a.b.f", "a.b.big", "a.b.t", "a.b.arr"])
+        #expect(entries[1].value == .string("x\"y\n"))
+        #expect(entries[2].value == .string("C:\\raw"))
+        #expect(entries[3].value == .integer(-42))
+        #expect(entries[4].value == .float(2.5))
+        #expect(entries[5].value == .integer(1000))
+        #expect(entries[7].value == .array([.integer(1), .string("two"), .boolean(false)]))
+    }
+}
