@@ -61,8 +61,9 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotLive",
+                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotWire", "EarshotTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         // Counts heap allocations for the benchmark (defines malloc & co.; benchmark only).

@@ -12,6 +12,8 @@ enum ExitStatus: Int32 {
     case badInput = 3
     /// A bug, or the output could not be written.
     case internalFailure = 4
+    /// `remote`: the daemon did not answer, or answered with an error status.
+    case remote = 5
 }
 
 /// A failure that ends the command: one line for stderr (without the `earshot: ` prefix) and

@@ -29,12 +29,15 @@ struct Earshot: ParsableCommand {
                  file, or a malformed media-items CSV; for `listen`, also a
                  capture device that delivered no audio at all
               4  internal error, or the output could not be written
+              5  `remote`: the daemon did not answer in time, or answered with an
+                 error status
 
             Errors are one line on standard error: `earshot: <file>: <problem>`. A command that \
             fails never leaves a half-written or modified output file behind.
             """,
         version: "0.1.0",
-        subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self, ListenCommand.self, DevicesCommand.self]
+        subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self, ListenCommand.self, DevicesCommand.self,
+                      RemoteCommand.self]
     )
 
     /// Parses, runs, and maps every failure to one stderr line and a documented exit status.
