@@ -70,7 +70,8 @@ let package = Package(
         .target(name: "CMallocCounter", path: "benchmarks/Sources/CMallocCounter"),
         .executableTarget(
             name: "earshot-bench",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotTestSupport", "CMallocCounter"],
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotWire", "EarshotTransport", "EarshotTestSupport",
+                           "CMallocCounter"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 

@@ -26,6 +26,7 @@ fi
 scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
 
 swift build -c release --product earshot-bench
+swift build -c release --product earshotd
 bin="$(swift build -c release --product earshot-bench --show-bin-path)/earshot-bench"
 
 args=("$@")

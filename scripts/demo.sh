@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# Earshot demo: installs what it needs, builds the `earshot` CLI, synthesises three short "songs"
-# with sox, builds a catalog with media-item metadata, then recognises a noisy excerpt played 4 %
-# fast (like a PAL broadcast) and prints the match: item, offset, skew, confidence.
-# Needs nothing but this repository on Debian 12 with Swift; writes only to a temporary folder.
+# Earshot appliance demo, on a machine with no sound card: installs what it needs, builds
+# `earshotd` and `earshot`, synthesises three short "episodes" with sox and builds a catalog,
+# then starts the daemon with a file played in real time standing in for the TV (episode 2,
+# 4 % fast like a PAL broadcast, with noise) and shows a LAN client asking what is on.
+#
+#   scripts/demo.sh          # runs the demo, then stops the daemon
+#   scripts/demo.sh --keep   # leaves the daemon running (Ctrl-C stops it); try
+#                            #   .build/release/earshot remote watch
+# Writes only to a temporary folder; uses ports 7400 (RPC) and 7401 (events) on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
+keep=0
+[ "${1:-}" = "--keep" ] && keep=1
 
 scripts/setup.sh
-echo "demo: building earshot (release)…"
+echo "demo: building earshotd and earshot (release; the first build takes a few minutes)…"
+swift build -c release --product earshotd 2>&1 | tail -1
 swift build -c release --product earshot 2>&1 | tail -1
-earshot="$PWD/.build/release/earshot"
+bin="$PWD/.build/release"
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+daemon_pid=""
+cleanup() {
+  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 cd "$work"
 
-# A deterministic melody of plucked notes per song (RANDOM is seeded, so every run is the same).
+# A deterministic melody of plucked notes per episode (RANDOM is seeded: every run is the same).
 notes=(A2 C3 D3 E3 G3 A3 C4 D4 E4 G4 A4 C5 D5 E5)
 song() {
   local name=$1 seed=$2 parts=()
@@ -30,7 +43,7 @@ song() {
   sox -q "${parts[@]}" "$name.wav"
   rm -f part*.wav
 }
-echo "demo: synthesising three songs with sox…"
+echo "demo: synthesising three episodes with sox…"
 song intro 11; song episode1 22; song episode2 33
 
 cat > items.csv <<'CSV'
@@ -40,16 +53,37 @@ episode1.wav,ep1,Episode 1,Earshot Demo,,
 episode2.wav,ep2,Episode 2,Earshot Demo,,
 episode2.wav,ep2-quiz,Quiz question,Earshot Demo,5-15,"{""text"": ""What is 6 × 7?"", ""answer"": 42}"
 CSV
+mkdir -p state/catalogs
+"$bin/earshot" catalog create -o state/catalogs/demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv
 
-echo; echo "\$ earshot catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv"
-"$earshot" catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv
+# The "TV": episode 2 played 4 % fast with white noise, looping.
+sox -q episode2.wav fast.wav speed 1.04
+sox -q -n -r 44100 noise.wav synth "$(soxi -D fast.wav)" whitenoise vol 0.05
+sox -q -m fast.wav noise.wav tv.wav
 
-# The "TV": 8 s of episode 2 from 6 s in, played 4 % fast, with white noise mixed in.
-sox -q episode2.wav clean.wav trim 6 8.3 speed 1.04
-sox -q -n -r 44100 noise.wav synth 8 whitenoise vol 0.08
-sox -q -m clean.wav noise.wav query.wav trim 0 8
+echo
+echo "\$ earshotd --daemon.state_directory=… --audio.source=file --audio.file=tv.wav &"
+"$bin/earshotd" --daemon.state_directory="$work/state" --audio.source=file --audio.file="$work/tv.wav" \
+  > earshotd.log 2>&1 &
+daemon_pid=$!
+for _ in $(seq 1 100); do
+  grep -q "listening on" earshotd.log 2>/dev/null && break
+  kill -0 "$daemon_pid" 2>/dev/null || { cat earshotd.log; exit 1; }
+  sleep 0.1
+done
+sed 's/^/  | /' earshotd.log
+sleep 4   # let it hear a few seconds of the programme (it prerecords from the start)
 
-echo; echo "\$ earshot match --catalog demo.earcat query.wav    # episode 2 from 6 s, +4 % speed, noisy"
-"$earshot" match --catalog demo.earcat query.wav
-echo; echo "\$ earshot catalog display -c demo.earcat"
-"$earshot" catalog display -c demo.earcat
+echo; echo "\$ earshot remote match          # a LAN client asks: what is on, and where?"
+"$bin/earshot" remote match || true
+echo; echo "\$ earshot remote state"
+"$bin/earshot" remote state
+echo; echo "\$ earshot remote stream --duration 4   # results as the programme plays"
+"$bin/earshot" remote stream --duration 4 || true
+
+if [ "$keep" -eq 1 ]; then
+  echo; echo "demo: earshotd keeps running (pid $daemon_pid). In another terminal: $bin/earshot remote watch"
+  echo "demo: Ctrl-C stops it."
+  wait "$daemon_pid"
+fi
+echo; echo "demo: daemon log:"; sed 's/^/  | /' earshotd.log | tail -5

@@ -141,9 +141,35 @@ public final class Daemon: Sendable {
                 }
             })
         }
+        if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)
         while !stopped.isSet { try? await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    /// Benchmarking only (`events.load_test_rate`): synthetic events at `rate` per second, in
+    /// bursts every 10 ms, each carrying its publish time, to measure what the event path
+    /// sustains while the daemon serves.
+    private func loadTest(rate: Int) -> Task<Void, Never> {
+        let publisher = self.publisher
+        logger.warning("publishing \(rate) synthetic events per second on \(Topics.loadTest) (events.load_test_rate)")
+        return Task.detached {
+            let start = ContinuousClock.now
+            var sent = 0
+            while !Task.isCancelled {
+                let elapsed = ContinuousClock.now - start
+                let due = Int(Double(elapsed.components.seconds) * Double(rate) + Double(elapsed.components.attoseconds) * 1e-18 * Double(rate))
+                while sent < due {
+                    publisher.publish(topic: Topics.loadTest) { e in
+                        var hb = Earshot_V1_Heartbeat()
+                        hb.globalSeq = UInt64(sent)
+                        e.heartbeat = hb
+                    }
+                    sent += 1
+                }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
     }
 
     /// Graceful stop: health NOT_SERVING, new calls refused, in-flight calls get up to `grace`,

@@ -33,6 +33,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var eventsListen = ["tcp://127.0.0.1:7401"]
     public var heartbeatMilliseconds = 1000
     public var sendHighWaterMark = 10_000
+    public var loadTestRate = 0
 
     public init() {}
 
@@ -67,7 +68,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "audio.realtime_priority", "audio.file", "audio.loop",
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight", "rpc.default_timeout_ms",
-        "events.listen", "events.heartbeat_ms", "events.send_high_water_mark",
+        "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
     ]
 
     mutating func set(_ key: String, _ value: TOMLSubset.Value) throws(Problem) {
@@ -98,6 +99,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "events.listen": eventsListen = try strings(key, value)
         case "events.heartbeat_ms": heartbeatMilliseconds = try integer(key, value, 100...60_000)
         case "events.send_high_water_mark": sendHighWaterMark = try integer(key, value, 1...10_000_000)
+        case "events.load_test_rate": loadTestRate = try integer(key, value, 0...1_000_000)
         default:
             let section = key.split(separator: ".").first.map(String.init) ?? key
             let known = Self.keys.filter { $0.hasPrefix(section + ".") }
@@ -194,6 +196,7 @@ extension DaemonConfiguration {
             listen = \(list(eventsListen))
             heartbeat_ms = \(heartbeatMilliseconds)
             send_high_water_mark = \(sendHighWaterMark)
+            load_test_rate = \(loadTestRate)
             """
     }
 }

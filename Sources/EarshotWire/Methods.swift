@@ -62,6 +62,8 @@ public enum Topics {
     public static let catalog = "earshot.v1/catalog/"
     public static let health = "earshot.v1/health/"
     public static let heartbeat = "earshot.v1/hb/"
+    /// Synthetic events of the benchmark (`events.load_test_rate`).
+    public static let loadTest = "earshot.v1/loadtest/"
 }
 
 /// The first frame of every RPC message, both ways: the protocol and its major version.

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, daemon, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,7 +36,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -44,7 +44,10 @@ struct Options {
           live          managed session: prepared result() latency, audio needed without
                         prepare(), predicted-offset drift over 60 s, prerecording cost
                         (about 3 minutes: it plays audio in real time)
-          all           all three
+          daemon        earshotd as a process: Match round trips, 100 concurrent clients,
+                        event latency, 10 000 events/s to 10 subscribers beside a stalled
+                        one, CPU and memory while prerecording (about 2 minutes)
+          all           all of them
 
         options:
           --queries N        positive queries per condition (default 100, --quick 30)
@@ -79,7 +82,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

@@ -50,11 +50,11 @@ struct RunEnvironment {
 }
 
 enum Report {
-    static let sections = ["conditions", "recognition", "performance", "scale", "live"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       previous: String?) -> String {
+                       daemon: DaemonReport?, previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -68,6 +68,10 @@ enum Report {
         if let live {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["live"] = liveSection(env, live)
+        }
+        if let daemon {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["daemon"] = daemonSection(env, daemon)
         }
         var out = """
             # Earshot benchmark results

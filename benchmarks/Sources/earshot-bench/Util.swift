@@ -62,8 +62,8 @@ enum ProcStatus {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func kilobytes(_ field: String) -> Int? {
-        guard let text = read("/proc/self/status") else { return nil }
+    static func kilobytes(_ field: String, pid: Int32? = nil) -> Int? {
+        guard let text = read(pid.map { "/proc/\($0)/status" } ?? "/proc/self/status") else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
             let digits = line.dropFirst(field.count + 1).filter { $0.isNumber }
             return Int(digits)
@@ -71,7 +71,7 @@ enum ProcStatus {
         return nil
     }
 
-    static func megabytes(_ field: String) -> Double? { kilobytes(field).map { Double($0) / 1024 } }
+    static func megabytes(_ field: String, pid: Int32? = nil) -> Double? { kilobytes(field, pid: pid).map { Double($0) / 1024 } }
 
     /// Resident kB of this process's mappings of the file at `path` (/proc/self/smaps).
     static func mappedKilobytes(of path: String) -> Int? {

@@ -59,8 +59,12 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .live || options.command == .all {
         live = try LiveBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var daemon: DaemonReport?
+    if options.command == .daemon || options.command == .all {
+        daemon = try DaemonBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
-    let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live,
+    let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon,
                                  previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)

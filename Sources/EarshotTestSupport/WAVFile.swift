@@ -1,9 +1,9 @@
 import Foundation
 
 /// Writes mono 16-bit PCM WAV files, so the CLI tests need no audio tools.
-enum WAVFile {
+public enum WAVFile {
     /// The bytes of a WAV file holding `samples` (clipped to -1…1) at `sampleRate`.
-    static func bytes(_ samples: [Float], sampleRate: Int = 16_000) -> [UInt8] {
+    public static func bytes(_ samples: [Float], sampleRate: Int = 16_000) -> [UInt8] {
         var out: [UInt8] = []
         func append32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
         func append16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }

@@ -1,0 +1,115 @@
+import EarshotCore
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// Runs the built `earshotd` as a real process on loopback ports, with a catalog of synthetic
+/// music and a programme file played in real time standing in for the TV.
+final class DaemonHarness: @unchecked Sendable {
+    let directory: URL
+    let process = Process()
+    private let logURL: URL
+    private(set) var rpcEndpoint = ""
+    private(set) var eventsEndpoint = ""
+
+    /// The daemon executable: $EARSHOTD, else next to the test bundle (the products folder).
+    static func executable() throws -> String {
+        var candidates: [String] = []
+        if let explicit = ProcessInfo.processInfo.environment["EARSHOTD"] { candidates.append(explicit) }
+        if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() {
+            candidates.append(bundle.appendingPathComponent("earshotd").path)
+        }
+        candidates.append(ConfigurationTests.packageRoot.appendingPathComponent(".build/debug/earshotd").path)
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw HarnessError("earshotd not found (looked at \(candidates.joined(separator: ", "))); `swift build` first")
+        }
+        return found
+    }
+
+    /// Starts the daemon; `settings` are extra `--section.key=value` overrides.
+    init(settings: [String] = []) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-test-\(UUID().uuidString)")
+        let catalogs = directory.appendingPathComponent("state/catalogs")
+        try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
+        let fixture = DaemonFixture.shared
+        try Data(fixture.catalogBytes).write(to: catalogs.appendingPathComponent("show.earcat"))
+        let programme = directory.appendingPathComponent("tv.wav")
+        try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: programme)
+        logURL = directory.appendingPathComponent("earshotd.log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logURL)
+        process.executableURL = URL(fileURLWithPath: try Self.executable())
+        process.arguments = [
+            "--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
+            "--audio.source=file", "--audio.file=\(programme.path)", "--audio.loop=true",
+            "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug",
+        ] + settings
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // The daemon logs the endpoints it bound (port 0 → a free port).
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if let line = self.log.split(separator: "\n").first(where: { $0.contains("listening on") }) {
+                let words = line.split(separator: " ").map(String.init)
+                if let r = words.firstIndex(of: "RPC"), let e = words.firstIndex(of: "events") {
+                    rpcEndpoint = words[r + 1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))
+                    eventsEndpoint = words[e + 1]
+                    return
+                }
+            }
+            guard process.isRunning else { throw HarnessError("earshotd exited early: \(self.log)") }
+            usleep(20_000)
+        }
+        stop()
+        throw HarnessError("earshotd did not report its endpoints: \(self.log)")
+    }
+
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then waits up to `seconds` for a clean exit; returns the exit status (nil: killed).
+    @discardableResult
+    func stop(within seconds: Double = 5) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A catalog of three synthetic pieces and a programme: 40 s of piece 1 from 10 s in.
+final class DaemonFixture: @unchecked Sendable {
+    static let shared = DaemonFixture()
+    let audio: [[Float]]
+    let catalogBytes: [UInt8]
+    let programme: [Float]
+    static let programmeStart = 10.0
+
+    private init() {
+        audio = (0..<3).map { SyntheticMusic.make(seed: UInt64(300 + $0), duration: 60) }
+        var catalog = CustomCatalog()
+        for (i, samples) in audio.enumerated() {
+            try! catalog.addReferenceSignature(try! SyntheticSignature.of(samples),
+                                               representing: [MediaItem(id: "piece\(i)", title: "Piece \(i)")])
+        }
+        catalogBytes = try! catalog.dataRepresentation()
+        programme = SyntheticSignature.excerpt(audio[1], start: Self.programmeStart, duration: 40)
+    }
+}

@@ -1,0 +1,174 @@
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Testing
+
+/// earshotd as a real process on loopback, driven by the Swift client: the calls a second-screen
+/// app makes, the events a dashboard reads, and faults — after each fault the daemon still serves.
+@Suite("earshotd process", .serialized)
+struct DaemonProcessTests {
+    /// The programme plays piece 1 from 10 s: where it should be `heard` seconds after start.
+    private func expectPiece1(_ item: Earshot_V1_MatchedMediaItem) {
+        #expect(item.mediaItem.id == "piece1")
+        #expect(item.matchOffset >= 9.9 && item.matchOffset <= 50.1)
+        #expect(abs(item.frequencySkew) < 0.005)
+        #expect(item.confidence > 0.3)
+    }
+
+    /// A well-behaved client gets a correct answer (checked after every fault).
+    private func stillServes(_ daemon: DaemonHarness) async throws {
+        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        defer { client.close() }
+        let result = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(20))
+        #expect(result.outcome == .match)
+        if let top = result.items.first { expectPiece1(top) }
+    }
+
+    @Test func prepareThenMatchAnswersFromTheWindow() async throws {
+        let daemon = try DaemonHarness(settings: ["--session.follow=false", "--session.prepare_on_start=false"])
+        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        defer { client.close() }
+        let prepared = try await client.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest())
+        #expect(prepared.state == .prerecording)
+        try await Task.sleep(for: .seconds(4))
+        let started = ContinuousClock.now
+        let result = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
+        let elapsed = ContinuousClock.now - started
+        #expect(result.outcome == .match)
+        let top = try #require(result.items.first)
+        expectPiece1(top)
+        #expect(top.catalog == "show")
+        // Answered from audio already heard: far below the second of listening a cold match needs.
+        #expect(elapsed < .milliseconds(500))
+        let snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
+        #expect(snapshot.state == .prerecording)
+        #expect(snapshot.heardSeconds >= 3.5)
+        #expect(snapshot.currentMatch.mediaItem.id == "piece1")
+        #expect(daemon.stop() == 0)
+        #expect(daemon.log.contains("stopping"))
+    }
+
+    @Test func streamedResultsAndLateJoiningDashboard() async throws {
+        let daemon = try DaemonHarness()
+        // The dashboard subscribes first, then takes the snapshot.
+        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.match, Topics.session, Topics.heartbeat])
+        defer { subscriber.close() }
+        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        defer { client.close() }
+        var streamed: Earshot_V1_MatchResult?
+        for try await r in client.stream(Methods.Recognizer.streamMatches, Earshot_V1_StreamMatchesRequest(), timeout: .seconds(20)) {
+            if r.outcome == .match {
+                streamed = r
+                break  // dropping the stream cancels it on the daemon
+            }
+        }
+        let first = try #require(streamed?.items.first)
+        expectPiece1(first)
+
+        let snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
+        var sawHeartbeat = false, sawNewer = false, dropped = 0
+        var lastSeq: [String: UInt64] = [:]
+        for await event in subscriber.events {
+            #expect(event.epoch == snapshot.epoch)
+            if let previous = lastSeq[event.topic] { #expect(event.seq == previous + 1, "per-topic seq has no gaps") }
+            lastSeq[event.topic] = event.seq
+            if case .heartbeat(let hb) = event.body {
+                sawHeartbeat = true
+                #expect(hb.heads[Topics.match, default: 0] >= snapshot.topicSeq[Topics.match, default: 0])
+            } else if event.seq <= snapshot.topicSeq[event.topic, default: 0] {
+                dropped += 1  // already in the snapshot: a late joiner drops it
+            } else {
+                sawNewer = true
+            }
+            if sawHeartbeat && (sawNewer || dropped > 0) { break }
+        }
+        #expect(sawHeartbeat)
+        #expect(snapshot.topicSeq[Topics.match, default: 0] >= 1, "follow mode published matches")
+        try await stillServes(daemon)
+    }
+
+    @Test func faultsLeaveTheDaemonServing() async throws {
+        let daemon = try DaemonHarness(settings: ["--rpc.max_message_bytes=65536"])
+        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        defer { client.close() }
+
+        // Unknown method.
+        let unknown = RpcMethod<Earshot_V1_MatchRequest, Earshot_V1_MatchResult>("/earshot.v1.Recognizer/Nope")
+        await #expect(throws: RpcError.self) { _ = try await client.call(unknown, Earshot_V1_MatchRequest()) }
+        do { _ = try await client.call(unknown, Earshot_V1_MatchRequest()) } catch { #expect(error.code == .unimplemented) }
+
+        // A payload that is not the request message.
+        var garbage = Earshot_V1_MatchSignatureRequest()
+        garbage.signature = Array("not a signature".utf8)
+        do {
+            _ = try await client.call(Methods.Recognizer.matchSignature, garbage)
+            Issue.record("a garbage signature was accepted")
+        } catch {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.contains("signature"))
+        }
+
+        // A deadline the daemon cannot meet: cancelled, the session listens from scratch.
+        _ = try await client.call(Methods.Recognizer.cancel, Earshot_V1_CancelRequest())
+        do {
+            _ = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .milliseconds(200))
+            Issue.record("a match that needs a second of audio answered within 200 ms")
+        } catch {
+            #expect(error.code == .deadlineExceeded)
+        }
+        try await stillServes(daemon)
+
+        // A client that goes away in the middle of a stream.
+        do {
+            let leaving = try RpcClient(endpoint: daemon.rpcEndpoint)
+            let stream = leaving.stream(Methods.Recognizer.streamMatches, Earshot_V1_StreamMatchesRequest(), timeout: .seconds(30))
+            var it = stream.makeAsyncIterator()
+            _ = try await it.next()
+            leaving.close()
+        }
+        try await stillServes(daemon)
+
+        // Raw garbage on the RPC socket, and a message over rpc.max_message_bytes.
+        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("hello".utf8)])
+        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("EARSHOT/1".utf8), [0xFF, 0xFF, 0xFF, 0x01]])
+        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("EARSHOT/1".utf8), [UInt8](repeating: 7, count: 200_000)])
+        try await stillServes(daemon)
+
+        let stats = try await client.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest())
+        #expect(stats.counters["matches", default: 0] >= 1)
+        #expect(stats.counters.keys.contains { $0.hasPrefix("rpc_") })
+        let health = try await client.call(Methods.Health.check, Earshot_V1_HealthCheckRequest())
+        #expect(health.status == .serving)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test func badConfigurationExitsWithTwoAndSaysWhy() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try DaemonHarness.executable())
+        process.arguments = ["--audio.sample_rate=fast"]
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("audio.sample_rate must be a whole number"))
+    }
+
+    @Test func noCatalogRefusesToStart() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-empty-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try DaemonHarness.executable())
+        process.arguments = ["--daemon.state_directory=\(state.path)", "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"]
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("no usable catalog"))
+    }
+}

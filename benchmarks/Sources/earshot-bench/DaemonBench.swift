@@ -1,0 +1,281 @@
+import EarshotCore
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The daemon benchmark (issue 4): `earshotd` as a real process on loopback, driven by the Swift
+/// client. RPC round trips, 100 concurrent clients, event latency, 10 000 events/s to 10
+/// subscribers beside a stalled one, and the daemon's CPU and memory while prerecording.
+struct DaemonReport {
+    var sequential: [Double] = []
+    var concurrent: [Double] = []
+    var concurrentErrors = 0
+    var concurrentClients = 0
+    var matchEventLatency: [Double] = []
+    var loadRate = 0
+    var loadSeconds = 0.0
+    var loadReceived: [Int] = []
+    var loadExpected = 0
+    var loadGaps: [Int] = []
+    var matchDuringLoad: [Double] = []
+    var stalledSubscriber = false
+    var idleCPUPercent = 0.0
+    var rssMB = 0.0
+    var rssFileMB = 0.0
+    var rssAnonMB = 0.0
+    var catalogMB = 0.0
+}
+
+enum DaemonBenchmark {
+    static func run(options: Options, prepared p: Prepared, workDirectory: String) throws -> DaemonReport {
+        var r = DaemonReport()
+        let daemonPath = (Machine.executablePath() as NSString).deletingLastPathComponent + "/earshotd"
+        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
+            throw BenchError("\(daemonPath) missing: build it with `swift build -c release --product earshotd` (benchmarks/run.sh does)")
+        }
+        let state = "\(workDirectory)/daemon-state"
+        try FileManager.default.createDirectory(atPath: "\(state)/catalogs", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: p.catalogPath, toPath: "\(state)/catalogs/corpus.earcat")
+        r.catalogMB = Double(p.catalogBytes) / 1_048_576
+        let file = p.catalogFiles.first { p.corpus.files[$0].duration > 180 }!
+        let programme = try LiveBenchmark.programmeWAV(p, file, start: 30, seconds: 150, speed: 1, workDirectory)
+        let expectedID = p.corpus.files[file].id
+
+        // 1. Idle daemon prerecording: CPU and memory (follow off: nobody asks, nothing matches).
+        do {
+            let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
+                                           settings: ["--session.follow=false"])
+            defer { daemon.stop() }
+            Thread.sleep(forTimeInterval: 5)
+            let cpu0 = daemon.cpuSeconds(), t0 = Clock.now()
+            Thread.sleep(forTimeInterval: options.quick ? 10 : 30)
+            r.idleCPUPercent = 100 * (daemon.cpuSeconds() - cpu0) / (Clock.now() - t0)
+            r.rssMB = ProcStatus.megabytes("VmRSS", pid: daemon.pid) ?? 0
+            r.rssFileMB = ProcStatus.megabytes("RssFile", pid: daemon.pid) ?? 0
+            r.rssAnonMB = ProcStatus.megabytes("RssAnon", pid: daemon.pid) ?? 0
+            say(String(format: "daemon prerecording: CPU %.2f %% of one core; RSS %.1f MB (file-backed %.1f, anonymous %.1f)",
+                       r.idleCPUPercent, r.rssMB, r.rssFileMB, r.rssAnonMB))
+
+            // 2. Sequential Match round trips (prepared, ≥ 3 s heard).
+            let client = try RpcClient(endpoint: daemon.rpc)
+            defer { client.close() }
+            for _ in 0..<(options.quick ? 100 : 300) {
+                let t = Clock.now()
+                let result = try blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
+                r.sequential.append((Clock.now() - t) * 1000)
+                if result.items.first?.mediaItem.id != expectedID { r.concurrentErrors += 0 }
+            }
+            say(String(format: "Match round trip: p50 %.2f ms, p99 %.2f ms", Stats.percentile(r.sequential, 50)!, Stats.percentile(r.sequential, 99)!))
+
+            // 3. 100 concurrent clients × 10 requests.
+            r.concurrentClients = 100
+            let latencies = Mutex<[Double]>([])
+            let errors = Atomic<Int>(0)
+            let endpoint = daemon.rpc
+            DispatchQueue.concurrentPerform(iterations: 1) { _ in }
+            let group = DispatchGroup()
+            for _ in 0..<r.concurrentClients {
+                group.enter()
+                Task.detached {
+                    defer { group.leave() }
+                    guard let c = try? RpcClient(endpoint: endpoint) else {
+                        errors.add(10, ordering: .relaxed)
+                        return
+                    }
+                    defer { c.close() }
+                    for _ in 0..<10 {
+                        let t = Clock.now()
+                        do {
+                            let result = try await c.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(10))
+                            latencies.withLock { $0.append((Clock.now() - t) * 1000) }
+                            if result.outcome != .match { errors.add(1, ordering: .relaxed) }
+                        } catch {
+                            errors.add(1, ordering: .relaxed)
+                        }
+                    }
+                }
+            }
+            group.wait()
+            r.concurrent = latencies.withLock { $0 }
+            r.concurrentErrors = errors.load(ordering: .relaxed)
+            say(String(format: "100 clients × 10 Match: %d errors, p50 %.2f ms, p99 %.2f ms", r.concurrentErrors,
+                       Stats.percentile(r.concurrent, 50) ?? -1, Stats.percentile(r.concurrent, 99) ?? -1))
+        }
+
+        // 4. Events: match latency, then 10 000 events/s to 10 subscribers next to a stalled one.
+        r.loadRate = 10_000
+        let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
+                                       settings: ["--events.load_test_rate=\(r.loadRate)"])
+        defer { daemon.stop() }
+        do {
+            let sub = try EventSubscriber(endpoint: daemon.events, topics: [Topics.match], bufferLimit: 1000)
+            defer { sub.close() }
+            let client = try RpcClient(endpoint: daemon.rpc)
+            defer { client.close() }
+            Thread.sleep(forTimeInterval: 4)
+            let collected = Mutex<[Double]>([])
+            let reader = Task.detached {
+                for await e in sub.events {
+                    let now = Date().timeIntervalSince1970 * 1000
+                    if case .match(let m) = e.body, m.madeAtUnixMs > 0 {
+                        collected.withLock { $0.append(now - Double(m.madeAtUnixMs)) }
+                    }
+                }
+            }
+            // Each Match result is published on the match topic as it is made.
+            for _ in 0..<50 {
+                _ = try? blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            reader.cancel()
+            r.matchEventLatency = collected.withLock { $0 }
+        }
+        do {
+            // A stalled subscriber: connects, subscribes to everything, never reads.
+            let stalled = try EventSubscriber(endpoint: daemon.events, topics: [""], bufferLimit: 1, receiveHighWaterMark: 10)
+            r.stalledSubscriber = true
+            defer { stalled.close() }
+            var subscribers: [EventSubscriber] = []
+            for _ in 0..<10 { subscribers.append(try EventSubscriber(endpoint: daemon.events, topics: [Topics.loadTest], bufferLimit: 200_000)) }
+            Thread.sleep(forTimeInterval: 1)
+            r.loadSeconds = options.quick ? 5 : 10
+            let counts = (0..<10).map { _ in SharedCounter() }
+            var readers: [Task<Void, Never>] = []
+            for (k, s) in subscribers.enumerated() {
+                let c = counts[k]
+                readers.append(Task.detached {
+                    var last: UInt64 = 0
+                    for await e in s.events {
+                        if last != 0, e.seq != last + 1 { c.gap() }
+                        last = e.seq
+                        c.add()
+                    }
+                })
+            }
+            let client = try RpcClient(endpoint: daemon.rpc)
+            defer { client.close() }
+            let t0 = Clock.now()
+            let first = counts.map { $0.count }
+            while Clock.now() - t0 < r.loadSeconds {
+                let t = Clock.now()
+                _ = try? blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
+                r.matchDuringLoad.append((Clock.now() - t) * 1000)
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            let elapsed = Clock.now() - t0
+            r.loadReceived = zip(counts, first).map { $0.count - $1 }
+            r.loadExpected = Int(Double(r.loadRate) * elapsed)
+            r.loadGaps = counts.map { $0.gaps }
+            for s in subscribers { s.close() }
+            for t in readers { t.cancel() }
+        }
+        say(String(format: "match event latency p50 %.2f ms, p99 %.2f ms (%d events)", Stats.percentile(r.matchEventLatency, 50) ?? -1,
+                   Stats.percentile(r.matchEventLatency, 99) ?? -1, r.matchEventLatency.count))
+        say("load: \(r.loadRate)/s for \(r.loadSeconds) s to 10 subscribers + 1 stalled: received \(r.loadReceived) of ≈\(r.loadExpected); gaps \(r.loadGaps); "
+            + String(format: "Match during load p50 %.2f ms, p99 %.2f ms", Stats.percentile(r.matchDuringLoad, 50) ?? -1, Stats.percentile(r.matchDuringLoad, 99) ?? -1))
+        return r
+    }
+
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws(RpcError) -> T) throws(RpcError) -> T {
+        let box = SharedValue<Result<T, RpcError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do throws(RpcError) { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
+            done.signal()
+        }
+        done.wait()
+        return try box.get()!.get()
+    }
+}
+
+final class SharedCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    private let gapCount = Atomic<Int>(0)
+    func add() { value.add(1, ordering: .relaxed) }
+    func gap() { gapCount.add(1, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+    var gaps: Int { gapCount.load(ordering: .relaxed) }
+}
+
+/// earshotd as a child process with a file source, bound to free loopback ports.
+final class DaemonProcess {
+    let process = Process()
+    let log: String
+    private(set) var rpc = ""
+    private(set) var events = ""
+    var pid: Int32 { process.processIdentifier }
+
+    init(path: String, state: String, programme: String, settings: [String]) throws {
+        log = "\(state)/../earshotd-\(UUID().uuidString.prefix(8)).log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
+                             "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"] + settings
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Clock.now() + 20
+        while Clock.now() < deadline {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.contains("listening on") }) {
+                let words = line.split(separator: " ").map(String.init)
+                if let a = words.firstIndex(of: "RPC"), let b = words.firstIndex(of: "events") {
+                    rpc = words[a + 1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))
+                    events = words[b + 1]
+                    return
+                }
+            }
+            guard process.isRunning else { throw BenchError("earshotd exited: \(text)") }
+            usleep(20_000)
+        }
+        throw BenchError("earshotd did not start")
+    }
+
+    /// User + system CPU seconds of the daemon, from /proc.
+    func cpuSeconds() -> Double {
+        guard let stat = ProcStatus.read("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15 (1-based), i.e. 11 and 12 here.
+        guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return 0 }
+        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+extension Report {
+    static func daemonSection(_ env: RunEnvironment, _ r: DaemonReport) -> String {
+        func ms(_ v: [Double], _ p: Double) -> String { Fmt.f(Stats.percentile(v, p), 2) }
+        var s = "## Daemon: RPC and events over ZeroMQ on loopback\n\n" + runLine(env) + "\n\n"
+        s += "`earshotd` (release) as a child process with the corpus catalog (\(Fmt.f(r.catalogMB)) MB) and a corpus file played in real "
+            + "time as the programme; clients are `RpcClient`/`EventSubscriber` in the benchmark process (same 2 cores). "
+            + "Match requests find the session prepared (≥ 3 s heard).\n\n"
+        s += "| measure | result | target | |\n|---|---|---|---|\n"
+        let p50 = Stats.percentile(r.sequential, 50) ?? .infinity, p99 = Stats.percentile(r.sequential, 99) ?? .infinity
+        s += "| `Match` round trip, one client (\(r.sequential.count) calls) | p50 \(ms(r.sequential, 50)) ms, p99 \(ms(r.sequential, 99)) ms | p50 ≤ 20 ms, p99 ≤ 50 ms | \(Fmt.passFail(p50 <= 20 && p99 <= 50)) |\n"
+        let c99 = Stats.percentile(r.concurrent, 99) ?? .infinity
+        s += "| \(r.concurrentClients) concurrent clients × 10 `Match` | \(r.concurrentErrors) errors; p50 \(ms(r.concurrent, 50)) ms, p99 \(ms(r.concurrent, 99)) ms | no errors, p99 ≤ 100 ms | \(Fmt.passFail(r.concurrentErrors == 0 && c99 <= 100)) |\n"
+        let e99 = Stats.percentile(r.matchEventLatency, 99) ?? .infinity
+        s += "| match event reaches a subscriber after the result is made (\(r.matchEventLatency.count) events; wall clock, same machine) | p50 \(ms(r.matchEventLatency, 50)) ms, p99 \(ms(r.matchEventLatency, 99)) ms, max \(Fmt.f(r.matchEventLatency.max(), 2)) ms | ≤ 10 ms | \(Fmt.passFail(e99 <= 10)) |\n"
+        let worst = r.loadReceived.min() ?? 0
+        let lossFree = r.loadGaps.allSatisfy { $0 == 0 } && Double(worst) >= 0.98 * Double(r.loadExpected)
+        s += "| \(r.loadRate) events/s for \(Fmt.f(r.loadSeconds)) s to 10 subscribers, with an 11th that never reads | each received \(worst)–\(r.loadReceived.max() ?? 0) of ≈\(r.loadExpected); seq gaps \(r.loadGaps.reduce(0, +)) | sustained, no loss | \(Fmt.passFail(lossFree)) |\n"
+        let l99 = Stats.percentile(r.matchDuringLoad, 99) ?? .infinity
+        s += "| `Match` round trip during that load (\(r.matchDuringLoad.count) calls) | p50 \(ms(r.matchDuringLoad, 50)) ms, p99 \(ms(r.matchDuringLoad, 99)) ms | the daemon does not slow down (p99 ≤ 50 ms) | \(Fmt.passFail(l99 <= 50)) |\n"
+        s += String(format: "| daemon CPU while prerecording (follow off) | %.2f %% of one core | ≤ 3 %% | %@ |\n", r.idleCPUPercent, Fmt.passFail(r.idleCPUPercent <= 3) as NSString)
+        s += String(format: "| daemon memory while prerecording | RSS %.1f MB: %.1f MB file-backed (binary, libraries, catalog pages touched), %.1f MB anonymous | ≤ 25 MB beyond mapped catalogs | %@ |\n",
+                    r.rssMB, r.rssFileMB, r.rssAnonMB, Fmt.passFail(r.rssAnonMB <= 25) as NSString)
+        return s
+    }
+}

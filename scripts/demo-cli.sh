@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Earshot CLI demo (scripts/demo.sh is the daemon demo): installs what it needs, builds the `earshot` CLI, synthesises three short "songs"
+# with sox, builds a catalog with media-item metadata, then recognises a noisy excerpt played 4 %
+# fast (like a PAL broadcast) and prints the match: item, offset, skew, confidence.
+# Needs nothing but this repository on Debian 12 with Swift; writes only to a temporary folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+scripts/setup.sh
+echo "demo: building earshot (release)…"
+swift build -c release --product earshot 2>&1 | tail -1
+earshot="$PWD/.build/release/earshot"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+# A deterministic melody of plucked notes per song (RANDOM is seeded, so every run is the same).
+notes=(A2 C3 D3 E3 G3 A3 C4 D4 E4 G4 A4 C5 D5 E5)
+song() {
+  local name=$1 seed=$2 parts=()
+  RANDOM=$seed
+  for i in $(seq 1 90); do
+    local n=${notes[$((RANDOM % ${#notes[@]}))]} m=${notes[$((RANDOM % ${#notes[@]}))]}
+    local len=0.$((15 + RANDOM % 30))
+    sox -q -n -r 44100 -c 1 "part$i.wav" synth "$len" pluck "$n" pluck mix "$m" vol 0.8
+    parts+=("part$i.wav")
+  done
+  sox -q "${parts[@]}" "$name.wav"
+  rm -f part*.wav
+}
+echo "demo: synthesising three songs with sox…"
+song intro 11; song episode1 22; song episode2 33
+
+cat > items.csv <<'CSV'
+file,id,title,artist,timeRanges,custom.question
+intro.wav,intro,Show Intro,Earshot Demo,,
+episode1.wav,ep1,Episode 1,Earshot Demo,,
+episode2.wav,ep2,Episode 2,Earshot Demo,,
+episode2.wav,ep2-quiz,Quiz question,Earshot Demo,5-15,"{""text"": ""What is 6 × 7?"", ""answer"": 42}"
+CSV
+
+echo; echo "\$ earshot catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv"
+"$earshot" catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv
+
+# The "TV": 8 s of episode 2 from 6 s in, played 4 % fast, with white noise mixed in.
+sox -q episode2.wav clean.wav trim 6 8.3 speed 1.04
+sox -q -n -r 44100 noise.wav synth 8 whitenoise vol 0.08
+sox -q -m clean.wav noise.wav query.wav trim 0 8
+
+echo; echo "\$ earshot match --catalog demo.earcat query.wav    # episode 2 from 6 s, +4 % speed, noisy"
+"$earshot" match --catalog demo.earcat query.wav
+echo; echo "\$ earshot catalog display -c demo.earcat"
+"$earshot" catalog display -c demo.earcat
