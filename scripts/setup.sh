@@ -13,6 +13,7 @@ packages=(
   lame              # MP3 round trips in the benchmark
   libzmq3-dev libsodium-dev  # ZeroMQ RPC and events (CURVE needs libsodium)
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
+  python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv
 )
 
 missing=()

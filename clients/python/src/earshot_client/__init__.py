@@ -1,0 +1,38 @@
+"""Python client for earshotd: RPC over ZeroMQ + protobuf (``EARSHOT/1`` envelopes) and events.
+
+    from earshot_client import Client
+    with Client("tcp://127.0.0.1:7400") as client:
+        client.prepare()
+        result = client.match()
+
+See the README next to ``pyproject.toml`` for streams, events and the late-joiner recipe.
+"""
+
+from . import pb
+from .client import Client, CurveKeys, ResponseStream
+from .errors import RpcError, StatusCode, code_name
+from .events import Subscriber
+from .follower import FollowerState, StateFollower, Update, predict_offset
+from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, SIGNATURE, Methods, Topics
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "CurveKeys",
+    "DEFAULT_EVENTS",
+    "DEFAULT_SERVER",
+    "FollowerState",
+    "Methods",
+    "ResponseStream",
+    "RpcError",
+    "SIGNATURE",
+    "StateFollower",
+    "StatusCode",
+    "Subscriber",
+    "Topics",
+    "Update",
+    "code_name",
+    "pb",
+    "predict_offset",
+]

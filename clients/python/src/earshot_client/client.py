@@ -1,0 +1,636 @@
+"""The RPC client: a ZeroMQ DEALER speaking the ``EARSHOT/1`` envelope protocol to earshotd's ROUTER.
+
+Every request is two frames, ``b"EARSHOT/1"`` | ``RequestEnvelope``; every reply two frames,
+``b"EARSHOT/1"`` | ``ResponseEnvelope``. A unary call gets one END (status + result); a
+server-streaming call gets MESSAGE… then END. Replies are matched to calls by ``request_id``, so
+a stream can stay open while other calls are made on the same client (from the same thread).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import threading
+import time
+import weakref
+from contextlib import contextmanager
+from typing import Callable, Deque, Dict, Generic, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+
+import zmq
+from google.protobuf.message import DecodeError, Message
+
+from . import pb
+from .errors import RpcError, StatusCode
+from .protocol import (
+    DEFAULT_SERVER,
+    MAX_TIMEOUT_MS,
+    SIGNATURE,
+    Methods,
+    check_metadata,
+    check_method,
+    normalize_endpoint,
+)
+
+T = TypeVar("T")
+M = TypeVar("M", bound=Message)
+
+_CALL = pb.RequestEnvelope.CONTROL_CALL
+_CANCEL = pb.RequestEnvelope.CONTROL_CANCEL
+_PING = pb.RequestEnvelope.CONTROL_PING
+_MESSAGE = pb.ResponseEnvelope.KIND_MESSAGE
+_END = pb.ResponseEnvelope.KIND_END
+_PONG = pb.ResponseEnvelope.KIND_PONG
+
+#: (server public key, client public key, client secret key), Z85 text or 32 raw bytes each.
+CurveKeys = Tuple[Union[str, bytes], Union[str, bytes], Union[str, bytes]]
+
+
+def _as_key(key: Union[str, bytes]) -> bytes:
+    return key.encode("ascii") if isinstance(key, str) else bytes(key)
+
+
+def configure_socket(socket: zmq.Socket, *, curve: Optional[CurveKeys] = None) -> None:
+    """Options both of this package's sockets use (reference/rpc.md §5): LINGER 0 and ZMTP
+    heartbeats (2 s interval, 6 s timeout/TTL), so a dead peer is noticed; CURVE when given."""
+    socket.setsockopt(zmq.LINGER, 0)
+    for name, value in (("HEARTBEAT_IVL", 2000), ("HEARTBEAT_TIMEOUT", 6000), ("HEARTBEAT_TTL", 6000)):
+        option = getattr(zmq, name, None)
+        if option is not None:
+            socket.setsockopt(option, value)
+    if curve is not None:
+        server_key, public_key, secret_key = curve
+        socket.setsockopt(zmq.CURVE_SERVERKEY, _as_key(server_key))
+        socket.setsockopt(zmq.CURVE_PUBLICKEY, _as_key(public_key))
+        socket.setsockopt(zmq.CURVE_SECRETKEY, _as_key(secret_key))
+
+
+def _timeout_ms(seconds: float) -> int:
+    """Relative deadline for the envelope: at least 1 (0 would mean "the server's default")."""
+    return max(1, min(MAX_TIMEOUT_MS, math.ceil(seconds * 1000)))
+
+
+def _check_timeout(timeout: Optional[float], what: str = "timeout") -> None:
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
+
+
+class Client:
+    """A connection to earshotd's RPC socket.
+
+    ``server`` is a ZeroMQ endpoint (``tcp://host:7400``; ``host:port`` means tcp). ``timeout``
+    (seconds) is the deadline of every unary call that does not give its own: when the daemon
+    does not answer in time (or cannot be reached at all), the call raises :class:`RpcError`
+    DEADLINE_EXCEEDED naming the endpoint instead of waiting forever.
+
+    **Threads:** a Client wraps one ZeroMQ socket, which is not thread-safe. Use one Client per
+    thread (they are cheap; all share one ZeroMQ context). A Client used by two threads at once
+    raises RuntimeError rather than corrupt the socket. Within one thread, streams and unary calls
+    may be interleaved freely.
+
+    ``metadata`` is sent with every call (lowercase keys of ``[0-9a-z_.-]``); ``curve`` =
+    (server public key, client public key, client secret key) turns on CURVE encryption;
+    ``ping_interval``: how often an open stream that hears nothing PINGs the server, while a
+    thread waits in ``next()`` on it (a PING unanswered for 2 intervals ends the stream with
+    UNAVAILABLE: the daemon is gone).
+    """
+
+    def __init__(
+        self,
+        server: str = DEFAULT_SERVER,
+        timeout: float = 10.0,
+        *,
+        context: Optional[zmq.Context] = None,
+        metadata: Optional[Mapping[str, str]] = None,
+        curve: Optional[CurveKeys] = None,
+        ping_interval: float = 5.0,
+    ) -> None:
+        _check_timeout(timeout)
+        _check_timeout(ping_interval, "ping_interval")
+        self.server = normalize_endpoint(server)
+        self.timeout = float(timeout)
+        self.metadata = check_metadata(metadata)
+        self.ping_interval = float(ping_interval)
+        #: Replies dropped because they were malformed (wrong signature, not a ResponseEnvelope).
+        self.dropped_replies = 0
+        #: Replies for calls no longer waited for (after a deadline or a cancel); dropped.
+        self.stale_replies = 0
+        self._context = context or zmq.Context.instance()
+        self._socket = self._context.socket(zmq.DEALER)
+        try:
+            configure_socket(self._socket, curve=curve)
+            # IMMEDIATE: queue nothing until the connection is up, so a send to a daemon that is
+            # not there fails (and times out) instead of sitting in a queue.
+            self._socket.setsockopt(zmq.IMMEDIATE, 1)
+            self._socket.setsockopt(zmq.SNDHWM, 1000)
+            self._socket.setsockopt(zmq.RCVHWM, 1000)
+            self._socket.connect(self.server)
+        except BaseException:
+            self._socket.close(linger=0)
+            raise
+        self._next_id = 1
+        self._inbox: Dict[int, Deque[pb.ResponseEnvelope]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._streams: "weakref.WeakSet[ResponseStream]" = weakref.WeakSet()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancels open streams and closes the socket. Idempotent."""
+        if self._closed:
+            return
+        if not self._lock.acquire(timeout=1.0):
+            raise RuntimeError("earshot_client.Client.close(): another thread is using this client")
+        try:
+            cancelled = False
+            for stream in list(self._streams):
+                if not stream.done:
+                    stream._finish_locally(StatusCode.CANCELLED, "closed by the client")
+                    cancelled |= self._send_control(stream.request_id, _CANCEL)
+            self._closed = True
+            # Give queued CANCELs a moment to leave; otherwise drop everything at once.
+            self._socket.close(linger=200 if cancelled else 0)
+            self._inbox.clear()
+        finally:
+            self._lock.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.server!r}, timeout={self.timeout:g}{', closed' if self._closed else ''})"
+
+    @property
+    def socket(self) -> zmq.Socket:
+        """The DEALER socket (for polling it with others; do not read from it yourself)."""
+        return self._socket
+
+    # -- generic calls -----------------------------------------------------------------------
+
+    def call(
+        self,
+        method: str,
+        request: Union[Message, bytes],
+        response_type: Optional[Type[M]] = None,
+        timeout: Optional[float] = None,
+        *,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> Union[M, bytes]:
+        """Calls a unary method and returns its result, parsed as ``response_type`` (the raw
+        payload bytes when ``response_type`` is None). ``request`` is a message or already
+        serialized bytes. Raises :class:`RpcError` on any status but OK, and DEADLINE_EXCEEDED
+        when no answer comes within ``timeout`` (default: the client's) — the call is then
+        cancelled on the server."""
+        _check_timeout(timeout)
+        seconds = self.timeout if timeout is None else float(timeout)
+        with self._guard():
+            deadline = time.monotonic() + seconds
+            request_id = self._start(method, request, deadline, _timeout_ms(seconds), metadata, deadline)
+            try:
+                while True:
+                    reply = self._receive(request_id, deadline)
+                    if reply is None:
+                        self._send_control(request_id, _CANCEL)
+                        raise RpcError(
+                            StatusCode.DEADLINE_EXCEEDED,
+                            f"no answer from {self.server} within {seconds:g} s",
+                            method=method,
+                        )
+                    if reply.kind == _END:
+                        return self._result(reply, response_type, method)
+                    # MESSAGE on a unary call, or a PONG: not a result; keep waiting for END.
+            finally:
+                self._inbox.pop(request_id, None)
+
+    def stream(
+        self,
+        method: str,
+        request: Union[Message, bytes],
+        response_type: Optional[Type[M]] = None,
+        timeout: Optional[float] = None,
+        *,
+        metadata: Optional[Mapping[str, str]] = None,
+        transform: Optional[Callable[[M], T]] = None,
+    ) -> "ResponseStream":
+        """Starts a server-streaming call and returns its :class:`ResponseStream` (an iterator of
+        ``response_type`` messages, or of ``transform(message)``). ``timeout`` is the whole
+        call's deadline; None = none (the stream runs until the server ends it or it is closed).
+        Closing the stream (``close()``, leaving a ``with`` block, dropping it) sends CANCEL.
+        The request is sent at once; if no connection to the server comes up within the client's
+        timeout, this raises DEADLINE_EXCEEDED."""
+        _check_timeout(timeout)
+        with self._guard():
+            now = time.monotonic()
+            deadline = None if timeout is None else now + float(timeout)
+            timeout_ms = MAX_TIMEOUT_MS if timeout is None else _timeout_ms(float(timeout))
+            send_deadline = now + (self.timeout if timeout is None else min(self.timeout, float(timeout)))
+            request_id = self._start(method, request, deadline, timeout_ms, metadata, send_deadline)
+            stream = ResponseStream(self, method, request_id, response_type, deadline, transform)
+            self._streams.add(stream)
+            return stream
+
+    def ping(self, timeout: Optional[float] = None) -> float:
+        """Sends a PING and returns the round trip to its PONG in seconds."""
+        _check_timeout(timeout)
+        seconds = self.timeout if timeout is None else float(timeout)
+        with self._guard():
+            start = time.monotonic()
+            deadline = start + seconds
+            request_id = self._new_id()
+            self._inbox[request_id] = collections.deque()
+            try:
+                envelope = pb.RequestEnvelope(request_id=request_id, control=_PING, timeout_ms=_timeout_ms(seconds))
+                self._send(envelope, deadline, "PING")
+                while True:
+                    reply = self._receive(request_id, deadline)
+                    if reply is None:
+                        raise RpcError(
+                            StatusCode.DEADLINE_EXCEEDED,
+                            f"no PONG from {self.server} within {seconds:g} s",
+                            method="PING",
+                        )
+                    if reply.kind == _PONG:
+                        return time.monotonic() - start
+                    if reply.kind == _END:
+                        self._result(reply, None, "PING")
+                        raise RpcError(StatusCode.INTERNAL, "the server ended a PING without a PONG", method="PING")
+            finally:
+                self._inbox.pop(request_id, None)
+
+    # -- the earshot.v1 services -------------------------------------------------------------
+
+    def prepare(self, timeout: Optional[float] = None) -> pb.PrepareResponse:
+        """Recognizer/Prepare: start prerecording so a later match answers from audio already
+        heard. ``.state`` is the session's state (``pb.SESSION_STATE_PRERECORDING``…)."""
+        return self.call(Methods.PREPARE, pb.PrepareRequest(), pb.PrepareResponse, timeout)
+
+    def match(self, timeout: Optional[float] = None) -> pb.MatchResult:
+        """Recognizer/Match: one result. Immediate when the session has prerecorded enough;
+        otherwise the daemon listens up to the catalog's maximum query duration, so give an
+        unprepared session a timeout longer than that."""
+        return self.call(Methods.MATCH, pb.MatchRequest(), pb.MatchResult, timeout)
+
+    def stream_matches(self, include_repeats: bool = False, timeout: Optional[float] = None) -> "ResponseStream":
+        """Recognizer/StreamMatches: a :class:`ResponseStream` of ``MatchResult`` as the programme
+        plays (``include_repeats``: also results that repeat the previous item). Iterate it;
+        ``close()`` it (or use ``with``) to cancel."""
+        return self.stream(
+            Methods.STREAM_MATCHES, pb.StreamMatchesRequest(include_repeats=include_repeats), pb.MatchResult, timeout
+        )
+
+    def match_signature(
+        self, signature: Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"], timeout: Optional[float] = None
+    ) -> pb.MatchResult:
+        """Recognizer/MatchSignature: match a signature made by the client (the bytes of an
+        ``.earsig`` file, or a path to one)."""
+        if isinstance(signature, (str, os.PathLike)):
+            with open(signature, "rb") as f:
+                signature = f.read()
+        return self.call(
+            Methods.MATCH_SIGNATURE, pb.MatchSignatureRequest(signature=bytes(signature)), pb.MatchResult, timeout
+        )
+
+    def cancel(self, timeout: Optional[float] = None) -> pb.CancelResponse:
+        """Recognizer/Cancel: end every attempt and stop prerecording (to cancel one stream, close
+        that stream instead)."""
+        return self.call(Methods.CANCEL, pb.CancelRequest(), pb.CancelResponse, timeout)
+
+    def snapshot(self, timeout: Optional[float] = None) -> pb.SessionSnapshot:
+        """Session/GetSnapshot: state, current match, epoch and per-topic sequence numbers."""
+        return self.call(Methods.GET_SNAPSHOT, pb.GetSnapshotRequest(), pb.SessionSnapshot, timeout)
+
+    def catalogs(self, timeout: Optional[float] = None) -> List[pb.CatalogSummary]:
+        """Catalogs/List: every catalog the daemon holds (``.active`` marks the one in use)."""
+        return list(
+            self.call(Methods.LIST_CATALOGS, pb.ListCatalogsRequest(), pb.ListCatalogsResponse, timeout).catalogs
+        )
+
+    def describe_catalog(self, name: str, timeout: Optional[float] = None) -> pb.CatalogDescription:
+        """Catalogs/Describe: a catalog's references and their media items (NOT_FOUND if none
+        has that name)."""
+        return self.call(Methods.DESCRIBE_CATALOG, pb.DescribeCatalogRequest(name=name), pb.CatalogDescription, timeout)
+
+    def health(self, service: str = "", timeout: Optional[float] = None) -> int:
+        """Health/Check: the serving status (``pb.SERVING_STATUS_SERVING``…) of ``service``
+        (``""`` = the whole daemon, or ``"earshot.v1.Recognizer"``…)."""
+        return self.call(
+            Methods.HEALTH_CHECK, pb.HealthCheckRequest(service=service), pb.HealthCheckResponse, timeout
+        ).status
+
+    def watch_health(self, service: str = "", timeout: Optional[float] = None) -> "ResponseStream":
+        """Health/Watch: a stream of serving statuses (ints), the current one first."""
+        return self.stream(
+            Methods.HEALTH_WATCH,
+            pb.HealthCheckRequest(service=service),
+            pb.HealthCheckResponse,
+            timeout,
+            transform=lambda r: r.status,
+        )
+
+    def stats(self, timeout: Optional[float] = None) -> pb.Stats:
+        """Health/GetStats: counters (``.counters``), uptime and version."""
+        return self.call(Methods.GET_STATS, pb.GetStatsRequest(), pb.Stats, timeout)
+
+    # -- internals (called with the lock held) ------------------------------------------------
+
+    @contextmanager
+    def _guard(self):
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(
+                "earshot_client.Client used by two threads at once: ZeroMQ sockets are not "
+                "thread-safe; make one Client per thread"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _new_id(self) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        return request_id
+
+    def _start(
+        self,
+        method: str,
+        request: Union[Message, bytes],
+        deadline: Optional[float],
+        timeout_ms: int,
+        metadata: Optional[Mapping[str, str]],
+        send_deadline: float,
+    ) -> int:
+        check_method(method)
+        meta = dict(self.metadata)
+        meta.update(check_metadata(metadata))
+        payload = bytes(request) if isinstance(request, (bytes, bytearray, memoryview)) else request.SerializeToString()
+        request_id = self._new_id()
+        envelope = pb.RequestEnvelope(
+            request_id=request_id, method=method, timeout_ms=timeout_ms, metadata=meta, payload=payload, control=_CALL
+        )
+        self._inbox[request_id] = collections.deque()
+        try:
+            self._send(envelope, send_deadline, method)
+        except BaseException:
+            self._inbox.pop(request_id, None)
+            raise
+        return request_id
+
+    def _send(self, envelope: pb.RequestEnvelope, deadline: float, method: str) -> None:
+        frames = [SIGNATURE, envelope.SerializeToString()]
+        start = time.monotonic()
+        while True:
+            try:
+                self._socket.send_multipart(frames, flags=zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                pass
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RpcError(
+                    StatusCode.DEADLINE_EXCEEDED,
+                    f"no connection to {self.server} within {deadline - start:.3g} s"
+                    " (is earshotd running and listening there?)",
+                    method=method,
+                )
+            self._socket.poll(max(1, math.ceil(remaining * 1000)), zmq.POLLOUT)
+
+    def _send_control(self, request_id: int, control: int) -> bool:
+        """Best effort, never blocks: a CANCEL or PING that cannot be queued now is dropped."""
+        if self._closed:
+            return False
+        envelope = pb.RequestEnvelope(request_id=request_id, control=control)
+        try:
+            self._socket.send_multipart([SIGNATURE, envelope.SerializeToString()], flags=zmq.NOBLOCK)
+            return True
+        except zmq.ZMQError:
+            return False
+
+    def _receive(self, request_id: int, deadline: Optional[float]) -> Optional[pb.ResponseEnvelope]:
+        """The next reply for ``request_id``; None when ``deadline`` (monotonic) passes first.
+        Replies for other calls met on the way are queued for them."""
+        queue = self._inbox[request_id]
+        while not queue:
+            if deadline is None:
+                wait = -1
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._drain()
+                    break
+                wait = max(1, math.ceil(remaining * 1000))
+            if self._socket.poll(wait, zmq.POLLIN):
+                self._drain()
+        return queue.popleft() if queue else None
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                frames = self._socket.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._dispatch(frames)
+
+    def _dispatch(self, frames: List[bytes]) -> None:
+        if len(frames) == 3 and frames[0] == b"":
+            frames = frames[1:]  # tolerate an empty delimiter frame (REQ-style peers)
+        if len(frames) != 2 or frames[0] != SIGNATURE:
+            self.dropped_replies += 1
+            return
+        try:
+            reply = pb.ResponseEnvelope.FromString(frames[1])
+        except DecodeError:
+            self.dropped_replies += 1
+            return
+        queue = self._inbox.get(reply.request_id)
+        if queue is None:
+            self.stale_replies += 1
+            return
+        queue.append(reply)
+
+    def _result(self, reply: pb.ResponseEnvelope, response_type: Optional[Type[M]], method: str):
+        """The END reply's result, or the RpcError its status means."""
+        if reply.HasField("status") and reply.status.code != StatusCode.OK:
+            raise RpcError(reply.status.code, reply.status.message, method=method, trailers=reply.trailers)
+        return self._parse(reply.payload, response_type, method)
+
+    def _parse(self, payload: bytes, response_type: Optional[Type[M]], method: str):
+        if response_type is None:
+            return payload
+        try:
+            return response_type.FromString(payload)
+        except DecodeError as error:
+            raise RpcError(
+                StatusCode.INTERNAL,
+                f"{self.server} sent a payload that is not a {response_type.DESCRIPTOR.full_name}: {error}",
+                method=method,
+            ) from None
+
+
+class ResponseStream(Generic[T]):
+    """The replies of a server-streaming call, as an iterator.
+
+    Iteration ends when the server ends the call with OK; any other status raises
+    :class:`RpcError` from ``next()``. ``close()`` (also ``cancel()``, leaving a ``with`` block,
+    or garbage collection) sends CANCEL if the call still runs. After the end, ``code`` holds the
+    final status code and ``trailers`` the END reply's trailers.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        method: str,
+        request_id: int,
+        response_type: Optional[type],
+        deadline: Optional[float],
+        transform: Optional[Callable] = None,
+    ) -> None:
+        self._client = client
+        self.method = method
+        self.request_id = request_id
+        self._response_type = response_type
+        self._deadline = deadline
+        self._transform = transform
+        self._ping_due = time.monotonic() + client.ping_interval
+        self._pong_wanted_since: Optional[float] = None
+        self._ping_ids: List[int] = []
+        #: Final status code once the call has ended (None while it runs).
+        self.code: Optional[int] = None
+        self.message = ""
+        self.trailers: Dict[str, str] = {}
+        self.count = 0
+
+    @property
+    def done(self) -> bool:
+        return self.code is not None
+
+    def __iter__(self) -> "ResponseStream[T]":
+        return self
+
+    def __next__(self) -> T:
+        if self.done:
+            raise StopIteration
+        client = self._client
+        with client._guard():
+            while True:
+                now = time.monotonic()
+                if self._deadline is not None and now >= self._deadline:
+                    self._abandon()
+                    self._finish_locally(StatusCode.DEADLINE_EXCEEDED, "deadline")
+                    raise RpcError(
+                        StatusCode.DEADLINE_EXCEEDED,
+                        f"the stream from {client.server} passed its deadline",
+                        method=self.method,
+                    )
+                if self._pong_wanted_since is not None and now - self._pong_wanted_since >= 2 * client.ping_interval:
+                    self._abandon()
+                    self._finish_locally(StatusCode.UNAVAILABLE, "no PONG")
+                    raise RpcError(
+                        StatusCode.UNAVAILABLE,
+                        f"{client.server} went silent: no PONG for {2 * client.ping_interval:g} s",
+                        method=self.method,
+                    )
+                if now >= self._ping_due:
+                    self._ping(now)
+                wake = self._ping_due
+                if self._pong_wanted_since is not None:
+                    wake = min(wake, self._pong_wanted_since + 2 * client.ping_interval)
+                if self._deadline is not None:
+                    wake = min(wake, self._deadline)
+                reply = client._receive(self.request_id, wake)
+                if reply is None:
+                    continue
+                heard = time.monotonic()
+                self._pong_wanted_since = None
+                self._ping_due = heard + client.ping_interval
+                if reply.kind == _MESSAGE:
+                    self.count += 1
+                    item = client._parse(reply.payload, self._response_type, self.method)
+                    return self._transform(item) if self._transform is not None else item
+                if reply.kind == _END:
+                    self._release()
+                    self.code = reply.status.code if reply.HasField("status") else int(StatusCode.OK)
+                    self.message = reply.status.message
+                    self.trailers = dict(reply.trailers)
+                    if self.code != StatusCode.OK:
+                        raise RpcError(self.code, self.message, method=self.method, trailers=self.trailers)
+                    raise StopIteration
+                if reply.kind == _PONG and reply.request_id != self.request_id:
+                    # The answer to a keepalive PING: the server is alive; keep waiting.
+                    client._inbox.pop(reply.request_id, None)
+                    if reply.request_id in self._ping_ids:
+                        self._ping_ids.remove(reply.request_id)
+
+    def close(self) -> None:
+        """Cancels the call if it still runs (sends CANCEL); idempotent."""
+        if self.done:
+            return
+        client = self._client
+        if client._closed:
+            self._finish_locally(StatusCode.CANCELLED, "the client is closed")
+            return
+        with client._guard():
+            self._abandon()
+            self._finish_locally(StatusCode.CANCELLED, "cancelled by the client")
+
+    cancel = close
+
+    def __enter__(self) -> "ResponseStream[T]":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self.done and not self._client._closed and self._client._lock.acquire(blocking=False):
+                try:
+                    self._abandon()
+                    self._finish_locally(StatusCode.CANCELLED, "dropped")
+                finally:
+                    self._client._lock.release()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "open" if not self.done else f"ended {self.code}"
+        return f"ResponseStream({self.method}, id={self.request_id}, {state}, {self.count} item(s))"
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _ping(self, now: float) -> None:
+        client = self._client
+        if self._pong_wanted_since is None:
+            self._pong_wanted_since = now
+        ping_id = client._new_id()
+        # The PONG lands in this stream's queue: hearing it proves the server alive.
+        client._inbox[ping_id] = client._inbox[self.request_id]
+        self._ping_ids.append(ping_id)
+        client._send_control(ping_id, _PING)
+        self._ping_due = now + client.ping_interval
+
+    def _abandon(self) -> None:
+        self._client._send_control(self.request_id, _CANCEL)
+        self._release()
+
+    def _release(self) -> None:
+        inbox = self._client._inbox
+        inbox.pop(self.request_id, None)
+        for ping_id in self._ping_ids:
+            inbox.pop(ping_id, None)
+        self._ping_ids.clear()
+
+    def _finish_locally(self, code: int, message: str) -> None:
+        if self.code is None:
+            self.code = int(code)
+            self.message = message
+        self._release()

@@ -1,0 +1,89 @@
+"""Constants of the ``earshot.v1`` protocol: the envelope signature, method paths, topics, endpoints.
+
+Mirrors ``Sources/EarshotWire/Methods.swift`` and the ``service`` blocks in ``proto/earshot/v1``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Optional
+
+#: First frame of every RPC message, both ways: the protocol and its major version.
+SIGNATURE = b"EARSHOT/1"
+
+DEFAULT_SERVER = "tcp://127.0.0.1:7400"
+DEFAULT_EVENTS = "tcp://127.0.0.1:7401"
+
+
+class Methods:
+    """Method paths, ``"/" service "/" method`` as in gRPC."""
+
+    PREPARE = "/earshot.v1.Recognizer/Prepare"
+    MATCH = "/earshot.v1.Recognizer/Match"
+    STREAM_MATCHES = "/earshot.v1.Recognizer/StreamMatches"  # server-streaming
+    MATCH_SIGNATURE = "/earshot.v1.Recognizer/MatchSignature"
+    CANCEL = "/earshot.v1.Recognizer/Cancel"
+    GET_SNAPSHOT = "/earshot.v1.Session/GetSnapshot"
+    LIST_CATALOGS = "/earshot.v1.Catalogs/List"
+    DESCRIBE_CATALOG = "/earshot.v1.Catalogs/Describe"
+    HEALTH_CHECK = "/earshot.v1.Health/Check"
+    HEALTH_WATCH = "/earshot.v1.Health/Watch"  # server-streaming
+    GET_STATS = "/earshot.v1.Health/GetStats"
+
+
+class Topics:
+    """Event topics. Each ends with ``/`` so a prefix subscription cannot match a longer name."""
+
+    SESSION = "earshot.v1/session/"
+    MATCH = "earshot.v1/match/"
+    CATALOG = "earshot.v1/catalog/"
+    HEALTH = "earshot.v1/health/"
+    HEARTBEAT = "earshot.v1/hb/"
+
+    ALL = (SESSION, MATCH, CATALOG, HEALTH, HEARTBEAT)
+
+
+#: Largest ``timeout_ms`` the envelope can carry (uint32): about 49.7 days, "no deadline".
+MAX_TIMEOUT_MS = 0xFFFFFFFF
+
+_METADATA_KEY = re.compile(r"^[0-9a-z_.-]+$")
+MAX_METADATA_ENTRIES = 32
+MAX_METADATA_BYTES = 8 * 1024
+MAX_METHOD_BYTES = 128
+
+
+def normalize_endpoint(endpoint: str) -> str:
+    """``"host:port"`` → ``"tcp://host:port"``; endpoints with a scheme are returned unchanged."""
+    endpoint = endpoint.strip()
+    if "://" in endpoint:
+        return endpoint
+    if ":" not in endpoint:
+        raise ValueError(f"endpoint {endpoint!r}: expected tcp://host:port (or host:port)")
+    return "tcp://" + endpoint
+
+
+def check_metadata(metadata: Optional[Mapping[str, str]]) -> dict:
+    """The metadata as a dict, or ValueError when the server would refuse it (keys of
+    ``[0-9a-z_.-]``, at most 32 entries and 8 KiB in all)."""
+    if not metadata:
+        return {}
+    out = {}
+    size = 0
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.match(key):
+            raise ValueError(f"metadata key {key!r}: use lowercase letters, digits and _ . -")
+        if not isinstance(value, str):
+            raise ValueError(f"metadata {key!r}: the value must be a str")
+        size += len(key.encode()) + len(value.encode())
+        out[key] = value
+    if len(out) > MAX_METADATA_ENTRIES:
+        raise ValueError(f"metadata: {len(out)} entries; at most {MAX_METADATA_ENTRIES}")
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata: {size} bytes; at most {MAX_METADATA_BYTES}")
+    return out
+
+
+def check_method(method: str) -> str:
+    if not method.startswith("/") or method.count("/") != 2 or len(method.encode()) > MAX_METHOD_BYTES:
+        raise ValueError(f'method {method!r}: expected "/package.Service/Method" (at most 128 bytes)')
+    return method
