@@ -78,6 +78,7 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
