@@ -47,7 +47,9 @@ public final class Daemon: Sendable {
         case .file:
             sourceName = "file:" + c.file
             source = {
-                do { return try PacedFileAudioSource(path: c.file, loop: c.loop) } catch { return UnavailableAudioSource(error) }
+                do throws(EarshotError) { return try PacedFileAudioSource(path: c.file, loop: c.loop) } catch {
+                    return UnavailableAudioSource(error)
+                }
             }
         }
         session = ManagedSession(catalog: active.catalog, staysPrepared: true,
@@ -82,8 +84,17 @@ public final class Daemon: Sendable {
             all["capture_dropped_samples"] = UInt64(max(0, capture.droppedSamples))
             all["capture_reopen_attempts"] = UInt64(max(0, capture.reopenAttempts))
             all["capture_gaps"] = UInt64(max(0, capture.gaps))
-            for (k, v) in server.statistics.counters { all["rpc_" + k] = v }
-            for (k, v) in publisher.statistics.counters { all["events_" + k] = v }
+            let rpc = server.statistics
+            for (status, n) in rpc.callsByStatus { all["rpc_calls_" + status.description.lowercased()] = UInt64(n) }
+            all["rpc_dropped_frames"] = UInt64(rpc.droppedFrames)
+            all["rpc_dropped_envelopes"] = UInt64(rpc.droppedEnvelopes)
+            all["rpc_dropped_replies"] = UInt64(rpc.droppedReplies)
+            all["rpc_peers_lost"] = UInt64(rpc.peersLost)
+            all["rpc_rejected"] = UInt64(rpc.rejected)
+            all["rpc_in_flight"] = UInt64(rpc.inFlight)
+            let events = publisher.statistics
+            all["events_published"] = UInt64(events.published)
+            all["events_dropped"] = UInt64(events.dropped)
             return all
         }
         RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)
@@ -158,7 +169,8 @@ public final class Daemon: Sendable {
             var sent = 0
             while !Task.isCancelled {
                 let elapsed = ContinuousClock.now - start
-                let due = Int(Double(elapsed.components.seconds) * Double(rate) + Double(elapsed.components.attoseconds) * 1e-18 * Double(rate))
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+                let due = Int(seconds * Double(rate))
                 while sent < due {
                     publisher.publish(topic: Topics.loadTest) { e in
                         var hb = Earshot_V1_Heartbeat()

@@ -49,7 +49,7 @@ final class HealthService: Sendable {
             defer { _ = changes.withLock { $0.removeValue(forKey: id) } }
             continuation.yield(current(for: request.service))
             let watchdog = Task {
-                while !call.isCancelled { try? await Task.sleep(for: .milliseconds(50)) }
+                while !call.isCancelled, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(50)) }
                 continuation.finish()
             }
             defer { watchdog.cancel() }

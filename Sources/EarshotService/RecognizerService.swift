@@ -37,7 +37,7 @@ final class RecognizerService: Sendable {
         }
         server.register(Methods.Recognizer.matchSignature) { [self] request, _ throws(RpcError) in
             let signature: Signature
-            do { signature = try SignatureCoding.decode(request.signature) } catch {
+            do throws(EarshotError) { signature = try Signature(dataRepresentation: Array(request.signature)) } catch {
                 throw RpcError(.invalidArgument, "signature: \(error.message)")
             }
             let result = signatureMatcher.withLock { $0.match(signature) }
@@ -56,15 +56,18 @@ final class RecognizerService: Sendable {
     /// attempt goes on and answers nobody).
     private func match(_ call: RpcCall) async throws(RpcError) -> Earshot_V1_MatchResult {
         let session = self.session
-        let outcome: MatchResult? = await withTaskGroup(of: MatchResult?.self) { group in
-            group.addTask { await session.result() }
-            group.addTask {
-                while !call.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
-                return nil
+        // Whichever ends first: the session's answer, or the call (deadline, cancel, peer gone).
+        // The session's attempt cannot be interrupted; if the call ends first it answers nobody.
+        let outcome: MatchResult? = await withCheckedContinuation { continuation in
+            let answered = Flag()
+            Task {
+                let result = await session.result()
+                if answered.claim() { continuation.resume(returning: result) }
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+            Task {
+                while !call.isCancelled, !answered.isSet { try? await Task.sleep(for: .milliseconds(5)) }
+                if answered.claim() { continuation.resume(returning: nil) }
+            }
         }
         guard let outcome else {
             throw call.cancellationReason() ?? RpcError(.cancelled, "the call was cancelled")
@@ -86,7 +89,7 @@ final class RecognizerService: Sendable {
             for await r in results {
                 counters.add(r.result)
                 if r.isRepeat, !request.includeRepeats { continue }
-                do {
+                do throws(RpcError) {
                     try writer.send(Earshot_V1_MatchResult(r.result, catalog: catalogName, repeat: r.isRepeat, streamTime: r.streamTime))
                 } catch {
                     return error
@@ -96,7 +99,7 @@ final class RecognizerService: Sendable {
         }
         let done = Flag()
         let watchdog = Task {
-            while !call.isCancelled, !done.isSet { try? await Task.sleep(for: .milliseconds(20)) }
+            while !call.isCancelled, !done.isSet, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
             consumer.cancel()
         }
         let failure = await consumer.value

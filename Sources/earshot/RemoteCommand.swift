@@ -62,14 +62,11 @@ struct RemoteOptions: ParsableArguments {
 }
 
 /// Runs async client code from a synchronous command and waits for it.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(CLIFailure) -> T) throws(CLIFailure) -> T {
-    final class Outcome: Sendable {
-        let value = Mutex<Result<T, CLIFailure>?>(nil)
-    }
-    let outcome = Outcome()
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let outcome = BlockingBox<Result<T, any Error>>()
     let done = DispatchSemaphore(value: 0)
     Task.detached {
-        do throws(CLIFailure) {
+        do {
             let value = try await body()
             outcome.value.withLock { $0 = .success(value) }
         } catch {
@@ -79,4 +76,9 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(CLIFai
     }
     done.wait()
     return try outcome.value.withLock { $0! }.get()
+}
+
+/// Carries a value from a task back to the thread that waits for it.
+final class BlockingBox<T: Sendable>: Sendable {
+    let value = Mutex<T?>(nil)
 }

@@ -13,10 +13,10 @@ struct RemotePrepareCommand: ParsableCommand {
 
     func run() throws {
         let remote = self.remote
-        let reply = try runBlocking { () throws(CLIFailure) in
+        let reply = try runBlocking { () throws in
             let client = try remote.client()
             defer { client.close() }
-            do { return try await client.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest()) } catch {
+            do throws(RpcError) { return try await client.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest()) } catch {
                 throw remote.failure(error)
             }
         }
@@ -39,10 +39,10 @@ struct RemoteMatchCommand: ParsableCommand {
 
     func run() throws {
         let remote = self.remote
-        let result = try runBlocking { () throws(CLIFailure) in
+        let result = try runBlocking { () throws in
             let client = try remote.client()
             defer { client.close() }
-            do { return try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) } catch {
+            do throws(RpcError) { return try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) } catch {
                 throw remote.failure(error)
             }
         }
@@ -67,7 +67,7 @@ struct RemoteStreamCommand: ParsableCommand {
         let (remote, repeats, json, duration) = (self.remote, self.repeats, self.json, self.duration)
         signal(SIGINT, SIG_IGN)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        let task = Task.detached { () throws(CLIFailure) in
+        let task = Task.detached { () throws in
             let client = try remote.client()
             defer { client.close() }
             var request = Earshot_V1_StreamMatchesRequest()
@@ -89,7 +89,7 @@ struct RemoteStreamCommand: ParsableCommand {
         if let duration {
             DispatchQueue.global().asyncAfter(deadline: .now() + duration) { task.cancel() }
         }
-        try runBlocking { () throws(CLIFailure) in
+        try runBlocking { () throws in
             do { try await task.value } catch let e as CLIFailure { throw e } catch {}
         }
     }
@@ -105,10 +105,10 @@ struct RemoteStateCommand: ParsableCommand {
 
     func run() throws {
         let remote = self.remote
-        let snapshot = try runBlocking { () throws(CLIFailure) in
+        let snapshot = try runBlocking { () throws in
             let client = try remote.client()
             defer { client.close() }
-            do { return try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
+            do throws(RpcError) { return try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
                 throw remote.failure(error)
             }
         }

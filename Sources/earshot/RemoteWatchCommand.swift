@@ -50,7 +50,7 @@ struct RemoteWatchCommand: ParsableCommand {
             throw CLIFailure("\(endpoint): \(error)", status: .usage)
         }
         let client = try remote.client()
-        let follower = Task.detached { () throws(CLIFailure) in
+        let follower = Task.detached { () throws in
             try await board.resync(client, remote)
             for await event in subscriber.events {
                 if board.apply(event) == .needsSnapshot { try await board.resync(client, remote) }
@@ -66,7 +66,7 @@ struct RemoteWatchCommand: ParsableCommand {
         }
         ticker.resume()
         let failure = Task.detached { () -> CLIFailure? in
-            do throws(CLIFailure) { try await follower.value } catch { return error }
+            do { try await follower.value } catch let error as CLIFailure { return error } catch {}
             return nil
         }
         DispatchQueue.global().async {
@@ -83,8 +83,7 @@ struct RemoteWatchCommand: ParsableCommand {
 }
 
 private func runBlockingOptional<T: Sendable>(_ body: @escaping @Sendable () async -> T?) -> T? {
-    final class Box: Sendable { let value = Mutex<T?>(nil) }
-    let box = Box()
+    let box = BlockingBox<T>()
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         let v = await body()
@@ -124,9 +123,9 @@ final class Dashboard: Sendable {
         }
     }
 
-    func resync(_ client: RpcClient, _ remote: RemoteOptions) async throws(CLIFailure) {
+    func resync(_ client: RpcClient, _ remote: RemoteOptions) async throws {
         let snapshot: Earshot_V1_SessionSnapshot
-        do { snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
+        do throws(RpcError) { snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
             if error.code == .deadlineExceeded || error.code == .unavailable {
                 state.withLock { $0.snapshot = nil }
                 return  // shown as "no answer"; the next overdue heartbeat retries

@@ -103,16 +103,17 @@ signal(SIGPIPE, SIG_IGN)
 var signalSources: [DispatchSourceSignal] = []
 for sig in [SIGTERM, SIGINT] {
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-    source.setEventHandler {
+    // @Sendable: not main-actor code (top-level closures would be), it runs on a dispatch queue.
+    source.setEventHandler { @Sendable in
         logger.notice("signal \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): shutting down")
-        Task { await daemon.stop() }
+        Task.detached { await daemon.stop() }
     }
     source.resume()
     signalSources.append(source)
 }
 
 let done = DispatchSemaphore(value: 0)
-Task {
+Task.detached { @Sendable in
     await daemon.run()
     logger.notice("stopped")
     done.signal()
