@@ -10,6 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export PATH="/opt/swift/usr/bin:$PATH"
 
+scripts/setup.sh
 swift build
 swift test "$@"
 
