@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
+        .library(name: "EarshotTransport", targets: ["EarshotTransport"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
 
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
@@ -41,6 +43,13 @@ let package = Package(
             name: "EarshotWire",
             dependencies: ["EarshotCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["Generated/proto-sources.sha256"]
+        ),
+
+        // RPC (ROUTER/DEALER) and events (PUB/SUB) over ZeroMQ: a typed libzmq wrapper, one I/O
+        // thread owning the sockets, the EARSHOT/1 call rules. See docs/PROTOCOL.md.
+        .target(
+            name: "EarshotTransport",
+            dependencies: ["CZMQ", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
         // Synthetic audio and helpers shared by tests and benchmarks.
@@ -64,6 +73,10 @@ let package = Package(
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(
+            name: "EarshotTransportTests",
+            dependencies: ["EarshotTransport", "EarshotWire", "CZMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
 )
