@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
+        .library(name: "EarshotTransport", targets: ["EarshotTransport"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     dependencies: [
@@ -22,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
 
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
@@ -42,6 +44,13 @@ let package = Package(
             name: "EarshotWire",
             dependencies: ["EarshotCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["Generated/proto-sources.sha256"]
+        ),
+
+        // RPC (ROUTER/DEALER) and events (PUB/SUB) over ZeroMQ: a typed libzmq wrapper, one I/O
+        // thread owning the sockets, the EARSHOT/1 call rules. See docs/PROTOCOL.md.
+        .target(
+            name: "EarshotTransport",
+            dependencies: ["CZMQ", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
         // The daemon's parts: configuration, catalog store, RPC services, events.
@@ -80,6 +89,10 @@ let package = Package(
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
+        .testTarget(
+            name: "EarshotTransportTests",
+            dependencies: ["EarshotTransport", "EarshotWire", "CZMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
 )

@@ -1,0 +1,60 @@
+import EarshotWire
+
+/// Publishes events on a PUB socket: frames `topic | EventEnvelope`, with a per-topic seq from 1,
+/// a global seq, the daemon's epoch and a timestamp, and a heartbeat on `Topics.heartbeat`
+/// carrying every topic's head.
+///
+/// Publishing never blocks the caller or the loop: a subscriber that stops reading loses its own
+/// events at its high-water mark (and sees the gap in seq); the others are not affected.
+public final class EventPublisher: Sendable {
+    let core: PublisherCore
+    private let loop: TransportLoop
+    /// The endpoints as bound, with real ports.
+    public let boundEndpoints: [String]
+
+    /// Binds every endpoint now. `epoch` should be random per process start, so subscribers
+    /// can tell a restart (seqs start again from 1) from lost events.
+    public init(
+        loop: TransportLoop, endpoints: [String], epoch: UInt64, heartbeatInterval: Duration = .seconds(1),
+        sendHighWaterMark: Int32 = 10_000
+    ) throws(TransportError) {
+        let socket = try ZMQSocket(.pub)
+        try socket.set(.linger, 0)
+        try socket.set(.sendHighWaterMark, sendHighWaterMark)
+        // Only subscriptions come in; a peer sending anything big is not a subscriber.
+        try socket.set(.maximumMessageSize, 4096)
+        try socket.set(.heartbeatInterval, 2000)
+        try socket.set(.heartbeatTimeout, 6000)
+        try socket.set(.heartbeatTTL, 6000)
+        var bound: [String] = []
+        for endpoint in endpoints {
+            try socket.bind(endpoint)
+            bound.append(try socket.lastEndpoint())
+        }
+        boundEndpoints = bound
+        self.loop = loop
+        core = PublisherCore(
+            epoch: epoch, heartbeatInterval: heartbeatInterval, outboxLimit: Int(max(1, sendHighWaterMark)),
+            socket: socket, loop: loop.core)
+        loop.core.attach(core)
+    }
+
+    deinit {
+        loop.core.detach(core)
+    }
+
+    /// Assigns seq (per topic, from 1), global_seq, epoch, topic and ts synchronously (under a
+    /// lock, so `heads` include it at once), then queues the send to the loop. Never blocks;
+    /// drops (counted, with the seq used) when the loop is `sendHighWaterMark` events behind.
+    /// `fill` sets the body; the numbering fields are overwritten.
+    public func publish(topic: String, _ fill: (inout Earshot_V1_EventEnvelope) -> Void) {
+        var envelope = Earshot_V1_EventEnvelope()
+        fill(&envelope)
+        core.publish(topic: topic, envelope)
+    }
+
+    /// The last seq of every topic published so far (heartbeats included).
+    public var heads: [String: UInt64] { core.heads }
+
+    public var statistics: EventPublisherStatistics { core.statistics }
+}

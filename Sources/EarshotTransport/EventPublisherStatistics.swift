@@ -1,0 +1,12 @@
+/// What an event publisher has done since it started.
+public struct EventPublisherStatistics: Sendable, Equatable {
+    /// Events handed to the socket (heartbeats included).
+    public var published = 0
+    /// Events that got a seq but were not sent: the loop fell `sendHighWaterMark` events behind,
+    /// or the socket refused them. Subscribers see these as gaps. (What ZeroMQ drops for one
+    /// slow subscriber at its high-water mark is not visible here: it shows as gaps to that
+    /// subscriber only.)
+    public var dropped = 0
+
+    public init() {}
+}

@@ -1,0 +1,91 @@
+import EarshotWire
+import Synchronization
+
+/// Receives events from an `EventPublisher` on a SUB socket with a loop thread of its own.
+///
+/// Filters are set before connecting, so nothing published after the connection is up is missed
+/// (ZeroMQ's "slow joiner" loses only what was published before). Events that arrive while the
+/// consumer is `bufferLimit` events behind replace the oldest waiting ones: a dashboard wants
+/// the freshest state, and it sees the loss as a gap in `seq`.
+public final class EventSubscriber: Sendable {
+    private let loop: TransportLoop
+    private let core: SubscriberCore
+    /// The stream of events (one consumer). It ends when the subscriber is closed.
+    public let events: AsyncStream<Earshot_V1_EventEnvelope>
+
+    /// Subscribes to every topic that starts with one of `topics` (`[""]`: all), then connects.
+    public convenience init(endpoint: String, topics: [String]) throws(TransportError) {
+        try self.init(endpoint: endpoint, topics: topics, bufferLimit: 10_000)
+    }
+
+    public init(endpoint: String, topics: [String], bufferLimit: Int, receiveHighWaterMark: Int32 = 10_000) throws(TransportError) {
+        let socket = try ZMQSocket(.sub)
+        try socket.set(.linger, 0)
+        try socket.set(.receiveHighWaterMark, receiveHighWaterMark)
+        try socket.set(.heartbeatInterval, 2000)
+        try socket.set(.heartbeatTimeout, 6000)
+        try socket.set(.heartbeatTTL, 6000)
+        for topic in topics {
+            try socket.set(.subscribe, Array(topic.utf8))
+        }
+        try socket.connect(endpoint)
+        let (events, continuation) = AsyncStream<Earshot_V1_EventEnvelope>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, bufferLimit)))
+        self.events = events
+        loop = try TransportLoop()
+        core = SubscriberCore(socket: socket, continuation: continuation)
+        loop.core.attach(core)
+        loop.start()
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Events dropped because the consumer was behind, or because they did not decode.
+    public var dropped: Int { core.dropped.load(ordering: .relaxed) }
+
+    /// Closes the socket and ends `events`.
+    public func close() {
+        loop.stop()
+    }
+}
+
+/// The SUB socket on the loop thread.
+final class SubscriberCore: LoopAttachment, @unchecked Sendable {
+    let socket: ZMQSocket
+    let continuation: AsyncStream<Earshot_V1_EventEnvelope>.Continuation
+    let dropped = Atomic<Int>(0)
+    private var isDetached = false
+
+    init(socket: ZMQSocket, continuation: AsyncStream<Earshot_V1_EventEnvelope>.Continuation) {
+        self.socket = socket
+        self.continuation = continuation
+    }
+
+    var pollSocket: ZMQSocket? { isDetached ? nil : socket }
+
+    func socketReadable(now: ContinuousClock.Instant) {
+        for _ in 0..<256 {
+            guard let message = try? socket.receive(maximumFrames: 2) else { return }
+            guard message.frames.count == 2, !message.truncated,
+                let envelope = try? Earshot_V1_EventEnvelope(
+                    serializedBytes: message.frames[1], options: WireCoding.decodingOptions)
+            else {
+                dropped.wrappingAdd(1, ordering: .relaxed)
+                continue
+            }
+            if case .dropped = continuation.yield(envelope) { dropped.wrappingAdd(1, ordering: .relaxed) }
+        }
+    }
+
+    func nextWakeup() -> ContinuousClock.Instant? { nil }
+
+    func timerFired(now: ContinuousClock.Instant) {}
+
+    func detached() {
+        isDetached = true
+        socket.close()
+        continuation.finish()
+    }
+}

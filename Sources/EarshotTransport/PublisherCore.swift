@@ -1,0 +1,118 @@
+import EarshotWire
+import Foundation
+import Synchronization
+
+/// The publisher's engine: sequence numbers and the outbox under a lock (any thread publishes),
+/// the PUB socket and the heartbeat timer on the loop thread.
+final class PublisherCore: LoopAttachment, @unchecked Sendable {
+    private struct State {
+        var heads: [String: UInt64] = [:]
+        var globalSeq: UInt64 = 0
+        /// Encoded (topic, envelope) pairs waiting for the loop thread, in seq order.
+        var outbox: [([UInt8], [UInt8])] = []
+        var statistics = EventPublisherStatistics()
+    }
+
+    let epoch: UInt64
+    let heartbeatInterval: Duration
+    let outboxLimit: Int
+    let socket: ZMQSocket
+    let loop: LoopCore
+    private let state = Mutex(State())
+
+    // Loop thread only.
+    private var nextHeartbeat: ContinuousClock.Instant
+    private var isDetached = false
+
+    init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, socket: ZMQSocket, loop: LoopCore) {
+        self.epoch = epoch
+        self.heartbeatInterval = heartbeatInterval
+        self.outboxLimit = outboxLimit
+        self.socket = socket
+        self.loop = loop
+        nextHeartbeat = .now + heartbeatInterval
+    }
+
+    var heads: [String: UInt64] { state.withLock { $0.heads } }
+    var statistics: EventPublisherStatistics { state.withLock { $0.statistics } }
+
+    /// Numbers, encodes and queues one event. The lock is held while encoding so that the
+    /// outbox stays in seq order; events are small.
+    func publish(topic: String, _ envelope: Earshot_V1_EventEnvelope) {
+        var envelope = envelope
+        let wake = state.withLock { state -> Bool in
+            let seq = state.heads[topic, default: 0] + 1
+            state.heads[topic] = seq
+            state.globalSeq += 1
+            envelope.topic = topic
+            envelope.epoch = epoch
+            envelope.seq = seq
+            envelope.globalSeq = state.globalSeq
+            envelope.tsUnixMs = Self.unixMilliseconds()
+            if case .heartbeat = envelope.body {
+                envelope.heartbeat.heads = state.heads
+                envelope.heartbeat.globalSeq = state.globalSeq
+            }
+            guard state.outbox.count < outboxLimit, let bytes: [UInt8] = try? envelope.serializedBytes() else {
+                state.statistics.dropped += 1
+                return false
+            }
+            state.outbox.append((Array(topic.utf8), bytes))
+            return state.outbox.count == 1
+        }
+        if wake { loop.enqueue { [self] in flush() } }
+    }
+
+    // MARK: LoopAttachment
+
+    /// PUB never has input for the application, but polling it makes libzmq process the
+    /// subscriptions that arrived (it does so only when the socket is used). Otherwise they would
+    /// wait for the next send, and a burst of them could fill the pipe and stall that connection
+    /// (libzmq 4.3.4 can abort on a stalled connection that then fails; see docs/PROTOCOL.md).
+    var pollSocket: ZMQSocket? { isDetached ? nil : socket }
+
+    func socketReadable(now: ContinuousClock.Instant) {}
+
+    func nextWakeup() -> ContinuousClock.Instant? {
+        isDetached ? nil : nextHeartbeat
+    }
+
+    func timerFired(now: ContinuousClock.Instant) {
+        nextHeartbeat += heartbeatInterval
+        // After a stall, one heartbeat now and the next a full interval later, not a burst.
+        if nextHeartbeat <= now { nextHeartbeat = now + heartbeatInterval }
+        var envelope = Earshot_V1_EventEnvelope()
+        envelope.heartbeat = Earshot_V1_Heartbeat()
+        publish(topic: Topics.heartbeat, envelope)
+        flush()
+    }
+
+    func detached() {
+        isDetached = true
+        socket.close()
+    }
+
+    /// Sends everything queued. PUB never blocks and never says EAGAIN: at a subscriber's
+    /// high-water mark libzmq drops that subscriber's copy only.
+    private func flush() {
+        let batch = state.withLock { state in
+            defer { state.outbox.removeAll(keepingCapacity: true) }
+            return state.outbox
+        }
+        guard !batch.isEmpty, !isDetached else { return }
+        var sent = 0
+        for (topic, envelope) in batch where socket.send([topic, envelope]) == .sent {
+            sent += 1
+        }
+        state.withLock {
+            $0.statistics.published += sent
+            $0.statistics.dropped += batch.count - sent
+        }
+    }
+
+    private static func unixMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}

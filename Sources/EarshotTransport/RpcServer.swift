@@ -1,0 +1,122 @@
+import Foundation
+import EarshotWire
+import SwiftProtobuf
+
+/// Serves RPC methods on a ROUTER socket, by the EARSHOT/1 call rules (docs/PROTOCOL.md).
+///
+/// The socket lives on a `TransportLoop`'s thread; handlers run as Swift tasks, so a slow
+/// handler delays only its own call. Register handlers before clients call: a call to a method
+/// not registered yet is answered UNIMPLEMENTED.
+public final class RpcServer: Sendable {
+    let core: RpcServerCore
+    private let loop: TransportLoop
+    /// The endpoints as bound, with real ports.
+    public let boundEndpoints: [String]
+
+    /// Creates the socket and binds every endpoint now, so that a port in use fails here.
+    /// Start the loop (before or after) for calls to be served.
+    public init(loop: TransportLoop, configuration: Configuration) throws(TransportError) {
+        guard !configuration.endpoints.isEmpty else {
+            throw TransportError(operation: "start an RPC server", code: EINVAL, message: "no endpoints configured")
+        }
+        let socket = try ZMQSocket(.router)
+        try socket.set(.linger, 0)
+        try socket.set(.routerMandatory, true)
+        try socket.set(.maximumMessageSize, Int64(configuration.maximumMessageBytes))
+        try socket.set(.sendHighWaterMark, configuration.highWaterMark)
+        try socket.set(.receiveHighWaterMark, configuration.highWaterMark)
+        try socket.set(.heartbeatInterval, configuration.heartbeatInterval.socketMilliseconds)
+        try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
+        try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
+        try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
+        var bound: [String] = []
+        for endpoint in configuration.endpoints {
+            try socket.bind(endpoint)
+            bound.append(try socket.lastEndpoint())
+        }
+        boundEndpoints = bound
+        self.loop = loop
+        core = RpcServerCore(loop: loop.core, socket: socket, configuration: configuration)
+        loop.core.attach(core)
+    }
+
+    deinit {
+        loop.core.detach(core)
+    }
+
+    /// Serves a unary method: the handler's result (or thrown error) is the call's one END.
+    public func register<Req, Res>(
+        _ method: RpcMethod<Req, Res>,
+        _ handler: @escaping @Sendable (Req, RpcCall) async throws(RpcError) -> Res
+    ) {
+        precondition(!method.serverStreaming, "\(method.path) is server-streaming: register it with register(streaming:)")
+        core.handlers.withLock {
+            $0[method.path] = MethodHandler { payload, call, _ in
+                let request: Req
+                switch WireCoding.decodeRequest(Req.self, payload) {
+                case .success(let decoded): request = decoded
+                case .failure(let error): return .failed(error)
+                }
+                let response: Res
+                do throws(RpcError) {
+                    response = try await handler(request, call)
+                } catch {
+                    return .failed(error)
+                }
+                do {
+                    return .ok(try response.serializedBytes())
+                } catch {
+                    return .failed(RpcError(.internal, "cannot encode a \(Res.protoMessageName): \(error)"))
+                }
+            }
+        }
+    }
+
+    /// Serves a server-streaming method: the handler sends items through the writer; its return
+    /// ends the stream OK, its error ends it with that status.
+    public func register<Req, Res>(
+        streaming method: RpcMethod<Req, Res>,
+        _ handler: @escaping @Sendable (Req, RpcCall, RpcStreamWriter<Res>) async throws(RpcError) -> Void
+    ) {
+        precondition(method.serverStreaming, "\(method.path) is unary: register it with register(_:_:)")
+        core.handlers.withLock {
+            $0[method.path] = MethodHandler { payload, call, sink in
+                let request: Req
+                switch WireCoding.decodeRequest(Req.self, payload) {
+                case .success(let decoded): request = decoded
+                case .failure(let error): return .failed(error)
+                }
+                do throws(RpcError) {
+                    try await handler(request, call, RpcStreamWriter(sink))
+                    return .ok(Data())
+                } catch {
+                    return .failed(error)
+                }
+            }
+        }
+    }
+
+    /// New calls are answered UNAVAILABLE ("the server is shutting down"); calls in flight go on.
+    public func stopAccepting() {
+        core.stopAccepting()
+    }
+
+    /// Stops accepting, waits up to `grace` for the calls in flight, then ends the rest with
+    /// UNAVAILABLE (their handlers see `isCancelled`). Call before stopping the loop.
+    public func shutdown(grace: Duration) async {
+        core.stopAccepting()
+        let giveUp = ContinuousClock.now + grace
+        // Polling is enough here: shutdown happens once, and a 5 ms step costs nothing.
+        while core.running.load(ordering: .relaxed) > 0 && ContinuousClock.now < giveUp && !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let core = self.core
+        await loop.core.barrier { core.cancelAll(RpcError(.unavailable, "the server is shutting down")) }
+    }
+
+    public var statistics: RpcServerStatistics {
+        var statistics = core.counters.withLock { $0 }
+        statistics.inFlight = core.running.load(ordering: .relaxed)
+        return statistics
+    }
+}

@@ -1,0 +1,47 @@
+extension RpcServer {
+    /// Endpoints and limits of an RPC server. The defaults are the protocol's (docs/PROTOCOL.md).
+    public struct Configuration: Sendable {
+        /// Where to listen, e.g. `["tcp://127.0.0.1:7400"]`; port 0 picks a free port
+        /// (see `boundEndpoints`).
+        public var endpoints: [String]
+        /// Larger inbound messages make libzmq drop the message and disconnect the client
+        /// (`ZMQ_MAXMSGSIZE`).
+        public var maximumMessageBytes = 4 << 20
+        /// More calls in flight from one connection → RESOURCE_EXHAUSTED.
+        public var maximumInFlightPerPeer = 16
+        /// More calls in flight in all → RESOURCE_EXHAUSTED.
+        public var maximumInFlight = 256
+        /// The timeout of a call that gives none (`timeout_ms` 0).
+        public var defaultTimeout: Duration = .seconds(30)
+        /// Longer timeouts are cut to this. Long, because streams may run for hours.
+        public var maximumTimeout: Duration = .seconds(24 * 3600)
+        /// Bigger or longer metadata → INVALID_ARGUMENT.
+        public var maximumMetadataBytes = 8192
+        public var maximumMetadataEntries = 32
+        /// Stream items a handler may have queued for the loop thread before `send` throws
+        /// RESOURCE_EXHAUSTED; bounds what a handler outrunning the loop can pile up.
+        public var maximumQueuedStreamItems = 1000
+        /// Per-client queue of outgoing messages (`ZMQ_SNDHWM`); a stream that fills it ends with
+        /// RESOURCE_EXHAUSTED. Also `ZMQ_RCVHWM`.
+        public var highWaterMark: Int32 = 1000
+        /// ZMTP heartbeats: a connection silent for `heartbeatTimeout` after a ping is closed,
+        /// which cancels its calls the next time they send.
+        public var heartbeatInterval: Duration = .seconds(2)
+        public var heartbeatTimeout: Duration = .seconds(6)
+        /// A connection must finish its handshake within this.
+        public var handshakeTimeout: Duration = .seconds(5)
+
+        public init(endpoints: [String]) {
+            self.endpoints = endpoints
+        }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, clamped to `Int32` for socket options.
+    var socketMilliseconds: Int32 {
+        let (seconds, attoseconds) = components
+        let millis = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: millis)
+    }
+}

@@ -1,0 +1,353 @@
+import EarshotWire
+import Foundation
+import Synchronization
+
+/// The server's engine: the ROUTER socket and every call in flight, on the loop thread.
+///
+/// The loop thread only routes: it checks envelopes, applies the limits, starts each handler
+/// as a task and sends what the tasks hand back. It never blocks on a peer: a full queue ends
+/// the stream it was for (RESOURCE_EXHAUSTED), and an END that finds the queue full is retried
+/// for a while on a timer rather than waited for.
+final class RpcServerCore: LoopAttachment, @unchecked Sendable {
+    /// An END that met a full queue.
+    private struct UnsentReply {
+        let peer: PeerID
+        let frames: [[UInt8]]
+        let giveUpAt: ContinuousClock.Instant
+    }
+
+    /// How often unsent ENDs are retried, and for how long.
+    private static let retryInterval: Duration = .milliseconds(10)
+    private static let retryPeriod: Duration = .seconds(5)
+    private static let maximumUnsentReplies = 4096
+    /// Messages handled per wake-up before the loop looks at its other sockets.
+    private static let receiveBatch = 256
+
+    let loop: LoopCore
+    let socket: ZMQSocket
+    let configuration: RpcServer.Configuration
+
+    // Any thread.
+    let handlers = Mutex<[String: MethodHandler]>([:])
+    let accepting = Atomic<Bool>(true)
+    /// Handlers running now.
+    let running = Atomic<Int>(0)
+    let counters = Mutex(RpcServerStatistics())
+
+    // Loop thread only.
+    private var calls: [CallKey: ServerCall] = [:]
+    private var callsPerPeer: [PeerID: Int] = [:]
+    /// No call ends before this (it may be stale-early, never late): saves scanning every call
+    /// on every turn of the loop.
+    private var earliestDeadline: ContinuousClock.Instant?
+    private var unsentReplies: [UnsentReply] = []
+    private var lastLostPeer: PeerID?
+    private var isDetached = false
+
+    init(loop: LoopCore, socket: ZMQSocket, configuration: RpcServer.Configuration) {
+        self.loop = loop
+        self.socket = socket
+        self.configuration = configuration
+    }
+
+    // MARK: LoopAttachment
+
+    var pollSocket: ZMQSocket? { isDetached ? nil : socket }
+
+    func socketReadable(now: ContinuousClock.Instant) {
+        for _ in 0..<Self.receiveBatch {
+            let message: ZMQReceivedMessage?
+            do {
+                message = try socket.receive(maximumFrames: 3)
+            } catch {
+                return
+            }
+            guard let message else { return }
+            handle(message, now: now)
+        }
+    }
+
+    func nextWakeup() -> ContinuousClock.Instant? {
+        var next = earliestDeadline
+        if !unsentReplies.isEmpty {
+            let retry = ContinuousClock.now + Self.retryInterval
+            next = next.map { min($0, retry) } ?? retry
+        }
+        return next
+    }
+
+    func timerFired(now: ContinuousClock.Instant) {
+        if let earliest = earliestDeadline, earliest <= now { expireCalls(now: now) }
+        if !unsentReplies.isEmpty { retryUnsent(now: now) }
+    }
+
+    func detached() {
+        isDetached = true
+        for call in calls.values where !call.ended {
+            cancel(call, RpcError(.unavailable, "the server is shutting down"), notifyPeer: false)
+        }
+        unsentReplies.removeAll()
+        socket.close()
+    }
+
+    // MARK: Incoming messages
+
+    private func handle(_ message: ZMQReceivedMessage, now: ContinuousClock.Instant) {
+        guard message.frames.count == 3, !message.truncated else {
+            counters.withLock { $0.droppedFrames += 1 }
+            return
+        }
+        let peer = PeerID(bytes: message.frames[0])
+        let signatureMatches = message.frames[1] == WireCoding.signature
+        guard
+            let envelope = try? Earshot_V1_RequestEnvelope(
+                serializedBytes: message.frames[2], options: WireCoding.decodingOptions),
+            envelope.requestID != 0
+        else {
+            counters.withLock {
+                if signatureMatches { $0.droppedEnvelopes += 1 } else { $0.droppedFrames += 1 }
+            }
+            return
+        }
+        guard signatureMatches else {
+            let shown = WireCoding.printable(message.frames[1])
+            sendEnd(to: peer, requestID: envelope.requestID,
+                    error: RpcError(.unimplemented, "unsupported protocol \"\(shown)\"; this server speaks \(rpcSignature)"))
+            return
+        }
+        switch envelope.control {
+        case .call:
+            accept(envelope, from: peer, userID: message.userID, now: now)
+        case .cancel:
+            if let call = calls[CallKey(peer: peer, requestID: envelope.requestID)], !call.ended {
+                cancel(call, RpcError(.cancelled, "cancelled by the client"), notifyPeer: true)
+            }
+        case .ping:
+            var pong = Earshot_V1_ResponseEnvelope()
+            pong.requestID = envelope.requestID
+            pong.kind = .pong
+            deliver(pong, to: peer, retry: false)
+        case .UNRECOGNIZED(let value):
+            sendEnd(to: peer, requestID: envelope.requestID,
+                    error: RpcError(.unimplemented, "unsupported control \(value)"))
+        }
+    }
+
+    private func accept(_ envelope: Earshot_V1_RequestEnvelope, from peer: PeerID, userID: String?, now: ContinuousClock.Instant) {
+        let key = CallKey(peer: peer, requestID: envelope.requestID)
+        let id = envelope.requestID
+        if calls[key] != nil {
+            sendEnd(to: peer, requestID: id,
+                    error: RpcError(.alreadyExists, "request id \(id) is already in flight on this connection"))
+            return
+        }
+        guard accepting.load(ordering: .relaxed) else {
+            sendEnd(to: peer, requestID: id, error: RpcError(.unavailable, "the server is shutting down"))
+            return
+        }
+        guard let handler = handlers.withLock({ $0[envelope.method] }) else {
+            let shown = WireCoding.printable(Array(envelope.method.utf8.prefix(128)))
+            sendEnd(to: peer, requestID: id, error: RpcError(.unimplemented, "unknown method \"\(shown)\""))
+            return
+        }
+        if let problem = MetadataRules.problem(
+            with: envelope.metadata, maximumBytes: configuration.maximumMetadataBytes,
+            maximumEntries: configuration.maximumMetadataEntries)
+        {
+            sendEnd(to: peer, requestID: id, error: RpcError(.invalidArgument, problem))
+            return
+        }
+        let fromPeer = callsPerPeer[peer, default: 0]
+        if fromPeer >= configuration.maximumInFlightPerPeer || calls.count >= configuration.maximumInFlight {
+            counters.withLock { $0.rejected += 1 }
+            let reason =
+                fromPeer >= configuration.maximumInFlightPerPeer
+                ? "\(fromPeer) calls from this client are already in flight (at most \(configuration.maximumInFlightPerPeer))"
+                : "\(calls.count) calls are already in flight (at most \(configuration.maximumInFlight))"
+            sendEnd(to: peer, requestID: id, error: RpcError(.resourceExhausted, reason))
+            return
+        }
+
+        var timeout = configuration.defaultTimeout
+        if envelope.timeoutMs != 0 {
+            timeout = min(.milliseconds(Int64(envelope.timeoutMs)), configuration.maximumTimeout)
+        }
+        let deadline = now + timeout
+        let call = ServerCall(
+            key: key,
+            call: RpcCall(method: envelope.method, requestID: id, peer: peer.description,
+                          metadata: envelope.metadata, deadline: deadline, userID: userID),
+            timeout: timeout)
+        calls[key] = call
+        callsPerPeer[peer] = fromPeer + 1
+        earliestDeadline = earliestDeadline.map { min($0, deadline) } ?? deadline
+        counters.withLock { $0.callsByMethod[envelope.method, default: 0] += 1 }
+
+        running.wrappingAdd(1, ordering: .relaxed)
+        let payload = envelope.payload
+        let sink = StreamSink(server: self, call: call)
+        call.task = Task.detached { [self] in
+            let outcome = await handler.run(payload, call.call, sink)
+            call.handlerReturned.store(true, ordering: .releasing)
+            loop.enqueue { self.handlerReturned(call, outcome) }
+            running.wrappingSubtract(1, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Call ends
+
+    private func handlerReturned(_ call: ServerCall, _ outcome: HandlerOutcome) {
+        if calls[call.key] === call {
+            calls[call.key] = nil
+            let remaining = callsPerPeer[call.key.peer, default: 1] - 1
+            callsPerPeer[call.key.peer] = remaining > 0 ? remaining : nil
+        }
+        guard !call.ended, !isDetached else { return }
+        call.ended = true
+        switch outcome {
+        case .ok(let payload):
+            sendEnd(to: call.key.peer, requestID: call.key.requestID, itemSeq: call.nextItemSeq, payload: payload, error: nil)
+        case .failed(let error):
+            sendEnd(to: call.key.peer, requestID: call.key.requestID, itemSeq: call.nextItemSeq, error: error)
+        }
+    }
+
+    /// Ends `call` now: marks it, cancels its task, and tells the client unless it is gone.
+    private func cancel(_ call: ServerCall, _ reason: RpcError, notifyPeer: Bool) {
+        guard !call.ended else { return }
+        call.ended = true
+        call.call.cancel(reason)
+        call.task?.cancel()
+        if notifyPeer {
+            sendEnd(to: call.key.peer, requestID: call.key.requestID, itemSeq: call.nextItemSeq, error: reason)
+        }
+    }
+
+    private func expireCalls(now: ContinuousClock.Instant) {
+        var next: ContinuousClock.Instant?
+        for call in calls.values where !call.ended {
+            let deadline = call.call.deadline
+            if deadline <= now {
+                let reason = RpcError(.deadlineExceeded, "the call did not finish within its timeout of \(WireCoding.seconds(call.timeout))")
+                cancel(call, reason, notifyPeer: true)
+            } else {
+                next = next.map { min($0, deadline) } ?? deadline
+            }
+        }
+        earliestDeadline = next
+    }
+
+    /// Every call of a peer that left (EHOSTUNREACH) is cancelled; nothing can reach it.
+    private func peerGone(_ peer: PeerID) {
+        // Replies still queued for a peer that left all fail; count the peer once.
+        if lastLostPeer != peer {
+            lastLostPeer = peer
+            counters.withLock { $0.peersLost += 1 }
+        }
+        for call in calls.values where call.key.peer == peer && !call.ended {
+            cancel(call, RpcError(.cancelled, "the client disconnected"), notifyPeer: false)
+        }
+        unsentReplies.removeAll { $0.peer == peer }
+    }
+
+    /// Stops new calls; those in flight go on.
+    func stopAccepting() {
+        accepting.store(false, ordering: .relaxed)
+    }
+
+    /// Ends every call still in flight with `reason` (at shutdown).
+    func cancelAll(_ reason: RpcError) {
+        for call in calls.values where !call.ended {
+            cancel(call, reason, notifyPeer: true)
+        }
+    }
+
+    // MARK: Sending
+
+    /// Sends one stream item for a handler (on the loop thread, in the order the handler sent).
+    func sendItem(_ payload: Data, of call: ServerCall) {
+        call.queuedItems.wrappingSubtract(1, ordering: .relaxed)
+        guard !call.ended, !isDetached else { return }
+        var envelope = Earshot_V1_ResponseEnvelope()
+        envelope.requestID = call.key.requestID
+        envelope.kind = .message
+        envelope.itemSeq = call.nextItemSeq
+        envelope.payload = payload
+        guard let frames = frames(envelope, to: call.key.peer) else { return }
+        switch socket.send(frames) {
+        case .sent:
+            call.nextItemSeq += 1
+        case .wouldBlock:
+            cancel(call, RpcError(.resourceExhausted, "the client is not reading its stream fast enough (send queue full)"),
+                   notifyPeer: true)
+        case .unreachable:
+            peerGone(call.key.peer)
+        case .failed(let error):
+            cancel(call, RpcError(.internal, error.description), notifyPeer: true)
+        }
+    }
+
+    private func sendEnd(to peer: PeerID, requestID: UInt64, itemSeq: UInt32 = 0, payload: Data = Data(), error: RpcError?) {
+        var envelope = Earshot_V1_ResponseEnvelope()
+        envelope.requestID = requestID
+        envelope.kind = .end
+        envelope.itemSeq = itemSeq
+        envelope.payload = payload
+        envelope.status = error?.status ?? Earshot_V1_Status()
+        let code = error?.code ?? .ok
+        counters.withLock { $0.callsByStatus[code, default: 0] += 1 }
+        deliver(envelope, to: peer, retry: true)
+    }
+
+    private func frames(_ envelope: Earshot_V1_ResponseEnvelope, to peer: PeerID) -> [[UInt8]]? {
+        guard let bytes: [UInt8] = try? envelope.serializedBytes() else {
+            counters.withLock { $0.droppedReplies += 1 }
+            return nil
+        }
+        return [peer.bytes, WireCoding.signature, bytes]
+    }
+
+    /// Sends a reply; an END that meets a full queue is kept and retried (`retry`), anything else
+    /// that cannot be sent is dropped and counted.
+    private func deliver(_ envelope: Earshot_V1_ResponseEnvelope, to peer: PeerID, retry: Bool) {
+        guard !isDetached, let frames = frames(envelope, to: peer) else { return }
+        switch socket.send(frames) {
+        case .sent:
+            break
+        case .wouldBlock:
+            if retry && unsentReplies.count < Self.maximumUnsentReplies {
+                unsentReplies.append(UnsentReply(peer: peer, frames: frames, giveUpAt: .now + Self.retryPeriod))
+            } else {
+                counters.withLock { $0.droppedReplies += 1 }
+            }
+        case .unreachable:
+            counters.withLock { $0.droppedReplies += 1 }
+            peerGone(peer)
+        case .failed:
+            counters.withLock { $0.droppedReplies += 1 }
+        }
+    }
+
+    private func retryUnsent(now: ContinuousClock.Instant) {
+        var kept: [UnsentReply] = []
+        var gone: Set<PeerID> = []
+        var dropped = 0
+        for reply in unsentReplies {
+            if gone.contains(reply.peer) { continue }
+            switch socket.send(reply.frames) {
+            case .sent:
+                break
+            case .wouldBlock:
+                if reply.giveUpAt > now { kept.append(reply) } else { dropped += 1 }
+            case .unreachable:
+                gone.insert(reply.peer)
+                dropped += 1
+            case .failed:
+                dropped += 1
+            }
+        }
+        unsentReplies = kept
+        if dropped > 0 { counters.withLock { $0.droppedReplies += dropped } }
+        for peer in gone { peerGone(peer) }
+    }
+}

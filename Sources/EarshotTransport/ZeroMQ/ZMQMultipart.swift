@@ -1,0 +1,67 @@
+import CZMQ
+
+/// A whole multipart message as it arrived.
+struct ZMQReceivedMessage {
+    var frames: [[UInt8]]
+    /// The peer sent more frames than asked for; those were read and thrown away.
+    var truncated: Bool
+    /// ZAP's user id for the connection (`zmq_msg_gets` "User-Id"); nil without security.
+    var userID: String?
+}
+
+/// What became of a send with `ZMQ_DONTWAIT`.
+enum ZMQSendResult: Equatable {
+    case sent
+    /// EAGAIN: the peer's queue is at its high-water mark, or (with IMMEDIATE) no peer is
+    /// connected yet. Nothing was queued.
+    case wouldBlock
+    /// EHOSTUNREACH (ROUTER_MANDATORY): no connected peer has that routing id.
+    case unreachable
+    case failed(TransportError)
+}
+
+extension ZMQSocket {
+    /// Sends `frames` as one message without ever blocking. libzmq queues a multipart message
+    /// whole or not at all, so only the first frame can report EAGAIN or EHOSTUNREACH.
+    func send(_ frames: [[UInt8]]) -> ZMQSendResult {
+        for (index, frame) in frames.enumerated() {
+            let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
+            let status = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+            if status >= 0 { continue }
+            let code = zmq_errno()
+            if code == EAGAIN { return .wouldBlock }
+            if code == EHOSTUNREACH { return .unreachable }
+            return .failed(TransportError(operation: "send on a \(kind) socket", code: code))
+        }
+        return .sent
+    }
+
+    /// Receives one whole message if one is waiting, else returns nil at once. Keeps at most
+    /// `maximumFrames` frames; the rest of the message is still read (libzmq delivers a multipart
+    /// message whole) but not copied.
+    func receive(maximumFrames: Int = 8) throws(TransportError) -> ZMQReceivedMessage? {
+        var message = ZMQReceivedMessage(frames: [], truncated: false, userID: nil)
+        while true {
+            zmq_msg_init(frame)
+            defer { zmq_msg_close(frame) }
+            if zmq_msg_recv(frame, handle, ZMQ_DONTWAIT) < 0 {
+                let code = zmq_errno()
+                // EAGAIN can only come at the first frame: the rest of a message is already here.
+                if code == EAGAIN && message.frames.isEmpty && !message.truncated { return nil }
+                if code == EINTR && message.frames.isEmpty { return nil }
+                throw TransportError(operation: "receive on a \(kind) socket", code: code)
+            }
+            if message.frames.count < maximumFrames {
+                let size = zmq_msg_size(frame)
+                let bytes = zmq_msg_data(frame)!.assumingMemoryBound(to: UInt8.self)
+                message.frames.append(Array(UnsafeBufferPointer(start: bytes, count: size)))
+            } else {
+                message.truncated = true
+            }
+            if zmq_msg_more(frame) == 0 {
+                if let userID = zmq_msg_gets(frame, "User-Id") { message.userID = String(cString: userID) }
+                return message
+            }
+        }
+    }
+}

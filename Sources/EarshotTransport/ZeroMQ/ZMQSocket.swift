@@ -1,0 +1,101 @@
+import CZMQ
+
+/// One ZeroMQ socket.
+///
+/// libzmq sockets are not thread-safe: a socket is used by one thread at a time and may move
+/// to another only across a full memory barrier. Earshot creates and binds a socket on the
+/// caller's thread, then hands it to the loop thread through the loop's locked queue (the
+/// barrier) and touches it nowhere else; hence `@unchecked Sendable`.
+final class ZMQSocket: @unchecked Sendable {
+    enum Kind: Int32, CustomStringConvertible {
+        case pair = 0 // ZMQ_PAIR
+        case pub = 1 // ZMQ_PUB
+        case sub = 2 // ZMQ_SUB
+        case dealer = 5 // ZMQ_DEALER
+        case router = 6 // ZMQ_ROUTER
+
+        var description: String {
+            switch self {
+            case .pair: "PAIR"
+            case .pub: "PUB"
+            case .sub: "SUB"
+            case .dealer: "DEALER"
+            case .router: "ROUTER"
+            }
+        }
+    }
+
+    let kind: Kind
+    private(set) var handle: UnsafeMutableRawPointer?
+    /// Reused for every frame received, so receiving allocates only the frame's bytes.
+    let frame: UnsafeMutablePointer<zmq_msg_t>
+
+    init(_ kind: Kind) throws(TransportError) {
+        let context = try ZMQContext.shared()
+        guard let handle = zmq_socket(context.handle, kind.rawValue) else {
+            throw .last("create a \(kind) socket")
+        }
+        self.kind = kind
+        self.handle = handle
+        frame = .allocate(capacity: 1)
+    }
+
+    deinit {
+        close()
+        frame.deallocate()
+    }
+
+    /// Closes the socket; later calls fail with ENOTSOCK. Safe to call twice.
+    func close() {
+        guard let handle else { return }
+        zmq_close(handle)
+        self.handle = nil
+    }
+
+    func set(_ option: ZMQSocketOption<Int32>, _ value: Int32) throws(TransportError) {
+        var v = value
+        try setRaw(option.name, option.label, &v, MemoryLayout<Int32>.size)
+    }
+
+    func set(_ option: ZMQSocketOption<Int64>, _ value: Int64) throws(TransportError) {
+        var v = value
+        try setRaw(option.name, option.label, &v, MemoryLayout<Int64>.size)
+    }
+
+    func set(_ option: ZMQSocketOption<Bool>, _ value: Bool) throws(TransportError) {
+        var v: Int32 = value ? 1 : 0
+        try setRaw(option.name, option.label, &v, MemoryLayout<Int32>.size)
+    }
+
+    func set(_ option: ZMQSocketOption<[UInt8]>, _ value: [UInt8]) throws(TransportError) {
+        let status = value.withUnsafeBytes { zmq_setsockopt(handle, option.name, $0.baseAddress, $0.count) }
+        if status != 0 { throw .last("set \(option.label)") }
+    }
+
+    private func setRaw(_ name: Int32, _ label: String, _ value: UnsafeRawPointer, _ size: Int) throws(TransportError) {
+        if zmq_setsockopt(handle, name, value, size) != 0 { throw .last("set \(label)") }
+    }
+
+    func get(_ option: ZMQSocketOption<Int32>) throws(TransportError) -> Int32 {
+        var value: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        if zmq_getsockopt(handle, option.name, &value, &size) != 0 { throw .last("get \(option.label)") }
+        return value
+    }
+
+    func bind(_ endpoint: String) throws(TransportError) {
+        if zmq_bind(handle, endpoint) != 0 { throw .last("bind", endpoint: endpoint) }
+    }
+
+    func connect(_ endpoint: String) throws(TransportError) {
+        if zmq_connect(handle, endpoint) != 0 { throw .last("connect", endpoint: endpoint) }
+    }
+
+    /// The endpoint of the last bind or connect, with a real port where port 0 or `*` was asked.
+    func lastEndpoint() throws(TransportError) -> String {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        var size = buffer.count
+        if zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) != 0 { throw .last("get ZMQ_LAST_ENDPOINT") }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,52 @@
+import CZMQ
+
+/// A socket option with the type libzmq expects for it, so that an `Int64` option cannot be
+/// given an `int` (libzmq checks the size and fails with EINVAL at run time otherwise).
+struct ZMQSocketOption<Value>: Sendable {
+    let name: Int32
+    let label: String
+
+    init(_ name: Int32, _ label: String) {
+        self.name = name
+        self.label = label
+    }
+}
+
+extension ZMQSocketOption where Value == Int32 {
+    /// Milliseconds unsent messages are kept after close. Earshot uses 0: a closing daemon must not
+    /// hang on a client that stopped reading.
+    static var linger: Self { .init(ZMQ_LINGER, "ZMQ_LINGER") }
+    /// Messages queued per peer before PUB/ROUTER drop (or ROUTER_MANDATORY reports EAGAIN).
+    static var sendHighWaterMark: Self { .init(ZMQ_SNDHWM, "ZMQ_SNDHWM") }
+    static var receiveHighWaterMark: Self { .init(ZMQ_RCVHWM, "ZMQ_RCVHWM") }
+    /// Milliseconds between ZMTP PINGs; 0 = none.
+    static var heartbeatInterval: Self { .init(ZMQ_HEARTBEAT_IVL, "ZMQ_HEARTBEAT_IVL") }
+    /// Milliseconds without traffic after a PING before the connection is closed.
+    static var heartbeatTimeout: Self { .init(ZMQ_HEARTBEAT_TIMEOUT, "ZMQ_HEARTBEAT_TIMEOUT") }
+    /// Milliseconds the remote should wait for traffic before closing (rounded to deciseconds).
+    static var heartbeatTTL: Self { .init(ZMQ_HEARTBEAT_TTL, "ZMQ_HEARTBEAT_TTL") }
+    /// Milliseconds a new connection has to finish its handshake, security included.
+    static var handshakeInterval: Self { .init(ZMQ_HANDSHAKE_IVL, "ZMQ_HANDSHAKE_IVL") }
+}
+
+extension ZMQSocketOption where Value == Int64 {
+    /// Bytes; a larger inbound message makes libzmq drop it and disconnect the peer.
+    static var maximumMessageSize: Self { .init(ZMQ_MAXMSGSIZE, "ZMQ_MAXMSGSIZE") }
+}
+
+extension ZMQSocketOption where Value == Bool {
+    /// ROUTER: report EHOSTUNREACH for an unknown peer and EAGAIN at the high-water mark
+    /// instead of dropping silently.
+    static var routerMandatory: Self { .init(ZMQ_ROUTER_MANDATORY, "ZMQ_ROUTER_MANDATORY") }
+    /// Queue only to completed connections, so a send before the handshake reports EAGAIN
+    /// instead of filling a pipe that may never connect.
+    static var immediate: Self { .init(ZMQ_IMMEDIATE, "ZMQ_IMMEDIATE") }
+}
+
+extension ZMQSocketOption where Value == [UInt8] {
+    /// SUB: a topic prefix to receive. Set before `connect`, or early messages are lost.
+    static var subscribe: Self { .init(ZMQ_SUBSCRIBE, "ZMQ_SUBSCRIBE") }
+    static var unsubscribe: Self { .init(ZMQ_UNSUBSCRIBE, "ZMQ_UNSUBSCRIBE") }
+    /// The identity a DEALER presents to a ROUTER (default: the ROUTER makes one up).
+    static var routingID: Self { .init(ZMQ_ROUTING_ID, "ZMQ_ROUTING_ID") }
+}
