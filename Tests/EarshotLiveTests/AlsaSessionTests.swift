@@ -48,7 +48,7 @@ struct AlsaSessionTests {
         }
         defer { session.shutdown() }
         session.prepare()
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(60)
         while session.status.captureProblem == nil, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -15,7 +15,7 @@ struct ManagedSessionTests {
 
     /// Waits (up to 5 s) until `condition` holds for the session's status.
     private func waitFor(_ session: ManagedSession, _ condition: (ManagedSession.Status) -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition(session.status) {
             guard ContinuousClock.now < deadline else {
                 Issue.record("timed out; status \(session.status)")
@@ -30,7 +30,8 @@ struct ManagedSessionTests {
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.state == .prerecording && $0.window >= 12 }
+        // All 20 s heard (the session reads about a second per turn, so this takes a few turns).
+        try await waitFor(session) { $0.state == .prerecording && $0.heard >= 19.99 }
         let result = await session.result()
         let top = try #require(result.mediaItems.first)
         #expect(top.mediaItem.id == "ref2")
