@@ -48,11 +48,7 @@ final class HealthService: Sendable {
             changes.withLock { $0[id] = continuation }
             defer { _ = changes.withLock { $0.removeValue(forKey: id) } }
             continuation.yield(current(for: request.service))
-            let watchdog = Task {
-                while !call.isCancelled, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(50)) }
-                continuation.finish()
-            }
-            defer { watchdog.cancel() }
+            // The loop ends when the transport cancels this handler's task (the call ended).
             var last: Earshot_V1_ServingStatus?
             for await s in stream where s != last {
                 last = s

@@ -56,18 +56,15 @@ final class RecognizerService: Sendable {
     /// attempt goes on and answers nobody).
     private func match(_ call: RpcCall) async throws(RpcError) -> Earshot_V1_MatchResult {
         let session = self.session
-        // Whichever ends first: the session's answer, or the call (deadline, cancel, peer gone).
-        // The session's attempt cannot be interrupted; if the call ends first it answers nobody.
-        let outcome: MatchResult? = await withCheckedContinuation { continuation in
-            let answered = Flag()
-            Task {
-                let result = await session.result()
-                if answered.claim() { continuation.resume(returning: result) }
-            }
-            Task {
-                while !call.isCancelled, !answered.isSet { try? await Task.sleep(for: .milliseconds(5)) }
-                if answered.claim() { continuation.resume(returning: nil) }
-            }
+        // Whichever ends first: the session's answer, or the call (the transport cancels this
+        // handler's task at a deadline, a CANCEL or a lost peer). The session's attempt cannot be
+        // interrupted; if the call ends first it answers nobody.
+        let answer = OneShot<MatchResult?>()
+        Task { answer.deliver(await session.result()) }
+        let outcome = await withTaskCancellationHandler {
+            await answer.value()
+        } onCancel: {
+            answer.deliver(nil)
         }
         guard let outcome else {
             throw call.cancellationReason() ?? RpcError(.cancelled, "the call was cancelled")
@@ -81,31 +78,13 @@ final class RecognizerService: Sendable {
 
     private func stream(_ request: Earshot_V1_StreamMatchesRequest, _ call: RpcCall,
                         _ writer: RpcStreamWriter<Earshot_V1_MatchResult>) async throws(RpcError) {
-        let results = session.results()
-        let catalogName = self.catalogName, counters = self.counters
-        // Iterating in a task lets the call's end stop the wait for the next result (cancelling
-        // the task ends the sequence, which ends the session's `results` for this stream).
-        let consumer = Task { () -> RpcError? in
-            for await r in results {
-                counters.add(r.result)
-                if r.isRepeat, !request.includeRepeats { continue }
-                do throws(RpcError) {
-                    try writer.send(Earshot_V1_MatchResult(r.result, catalog: catalogName, repeat: r.isRepeat, streamTime: r.streamTime))
-                } catch {
-                    return error
-                }
-            }
-            return nil
+        // Iterating ends when the transport cancels this handler's task (the call ended), which
+        // also ends the session's `results` for this stream.
+        for await r in session.results() {
+            counters.add(r.result)
+            if r.isRepeat, !request.includeRepeats { continue }
+            try writer.send(Earshot_V1_MatchResult(r.result, catalog: catalogName, repeat: r.isRepeat, streamTime: r.streamTime))
         }
-        let done = Flag()
-        let watchdog = Task {
-            while !call.isCancelled, !done.isSet, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
-            consumer.cancel()
-        }
-        let failure = await consumer.value
-        done.set()
-        watchdog.cancel()
         if let reason = call.cancellationReason() { throw reason }
-        if let failure { throw failure }
     }
 }

@@ -78,12 +78,17 @@ enum DaemonBenchmark {
             let latencies = SharedList()
             let errors = SharedCounter()
             let endpoint = daemon.rpc
+            // 100 connections (DEALER sockets) served by one client I/O thread: 100 threads in
+            // this process would measure the benchmark's own scheduling on 2 cores.
+            let clientLoop = try TransportLoop()
+            clientLoop.start()
+            defer { clientLoop.stop() }
             let group = DispatchGroup()
             for _ in 0..<r.concurrentClients {
                 group.enter()
                 Task.detached { @Sendable in
                     defer { group.leave() }
-                    guard let c = try? RpcClient(endpoint: endpoint) else {
+                    guard let c = try? RpcClient(loop: clientLoop, endpoint: endpoint) else {
                         errors.add(10)
                         return
                     }
@@ -117,16 +122,19 @@ enum DaemonBenchmark {
             defer { sub.close() }
             let client = try RpcClient(endpoint: daemon.rpc)
             defer { client.close() }
-            Thread.sleep(forTimeInterval: 4)
             let collected = SharedList()
+            // Only results made from now on: events queued before the reader ran would count
+            // the benchmark's own delay.
+            let from = Date().timeIntervalSince1970 * 1000 + 4000
             let reader = Task.detached {
                 for await e in sub.events {
                     let now = Date().timeIntervalSince1970 * 1000
-                    if case .match(let m) = e.body, m.madeAtUnixMs > 0 {
+                    if case .match(let m) = e.body, Double(m.madeAtUnixMs) >= from {
                         collected.append(now - Double(m.madeAtUnixMs))
                     }
                 }
             }
+            Thread.sleep(forTimeInterval: 4.1)
             // Each Match result is published on the match topic as it is made.
             for _ in 0..<50 {
                 _ = try? blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
@@ -271,7 +279,7 @@ extension Report {
         let p50 = Stats.percentile(r.sequential, 50) ?? .infinity, p99 = Stats.percentile(r.sequential, 99) ?? .infinity
         s += "| `Match` round trip, one client (\(r.sequential.count) calls) | p50 \(ms(r.sequential, 50)) ms, p99 \(ms(r.sequential, 99)) ms; wrong item \(r.sequentialWrong) | p50 ≤ 20 ms, p99 ≤ 50 ms | \(Fmt.passFail(p50 <= 20 && p99 <= 50)) |\n"
         let c99 = Stats.percentile(r.concurrent, 99) ?? .infinity
-        s += "| \(r.concurrentClients) concurrent clients × 10 `Match` | \(r.concurrentErrors) errors; p50 \(ms(r.concurrent, 50)) ms, p99 \(ms(r.concurrent, 99)) ms | no errors, p99 ≤ 100 ms | \(Fmt.passFail(r.concurrentErrors == 0 && c99 <= 100)) |\n"
+        s += "| \(r.concurrentClients) concurrent clients (100 connections on one client I/O thread) × 10 `Match` | \(r.concurrentErrors) errors; p50 \(ms(r.concurrent, 50)) ms, p99 \(ms(r.concurrent, 99)) ms | no errors, p99 ≤ 100 ms | \(Fmt.passFail(r.concurrentErrors == 0 && c99 <= 100)) |\n"
         let e99 = Stats.percentile(r.matchEventLatency, 99) ?? .infinity
         s += "| match event reaches a subscriber after the result is made (\(r.matchEventLatency.count) events; wall clock, same machine) | p50 \(ms(r.matchEventLatency, 50)) ms, p99 \(ms(r.matchEventLatency, 99)) ms, max \(Fmt.f(r.matchEventLatency.max(), 2)) ms | ≤ 10 ms | \(Fmt.passFail(e99 <= 10)) |\n"
         let worst = r.loadReceived.min() ?? 0
