@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
+repo="$PWD"
 keep=0
 [ "${1:-}" = "--keep" ] && keep=1
 
@@ -29,22 +30,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
-# A deterministic melody of plucked notes per episode (RANDOM is seeded: every run is the same).
-notes=(A2 C3 D3 E3 G3 A3 C4 D4 E4 G4 A4 C5 D5 E5)
-song() {
-  local name=$1 seed=$2 parts=()
-  RANDOM=$seed
-  for i in $(seq 1 90); do
-    local n=${notes[$((RANDOM % ${#notes[@]}))]} m=${notes[$((RANDOM % ${#notes[@]}))]}
-    local len=0.$((15 + RANDOM % 30))
-    sox -q -n -r 44100 -c 1 "part$i.wav" synth "$len" pluck "$n" pluck mix "$m" vol 0.8
-    parts+=("part$i.wav")
-  done
-  sox -q "${parts[@]}" "$name.wav"
-  rm -f part*.wav
-}
+source "$repo/scripts/lib/synth-music.sh"
 echo "demo: synthesising three episodes with sox…"
-song intro 11; song episode1 22; song episode2 33
+synth_piece intro 11 90 44100; synth_piece episode1 22 90 44100; synth_piece episode2 33 90 44100
 
 cat > items.csv <<'CSV'
 file,id,title,artist,timeRanges,custom.question

@@ -18,20 +18,8 @@ bin="$(swift build --show-bin-path)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # Two short pieces of plucked notes (seeded: the same every run).
-notes=(A2 C3 D3 E3 G3 A3 C4 D4 E4 G4 A4 C5 D5 E5)
-piece() {
-  local name=$1 seed=$2 parts=()
-  RANDOM=$seed
-  for i in $(seq 1 60); do
-    local n=${notes[$((RANDOM % ${#notes[@]}))]} m=${notes[$((RANDOM % ${#notes[@]}))]}
-    sox -q -n -r 16000 -c 1 "$work/p$i.wav" synth "0.$((15 + RANDOM % 30))" pluck "$n" pluck mix "$m" vol 0.8
-    parts+=("$work/p$i.wav")
-  done
-  sox -q "${parts[@]}" "$work/$name.wav"
-  rm -f "$work"/p*.wav
-}
-piece first 101
-piece second 202
+source scripts/lib/synth-music.sh
+(cd "$work" && synth_piece first 101 60 16000 && synth_piece second 202 60 16000)
 "$bin/earshot" catalog create --quiet -o "$work/test.earcat" "$work/first.wav" "$work/second.wav"
 
 EARSHOTD="$bin/earshotd" EARSHOT_TEST_CATALOG="$work/test.earcat" EARSHOT_TEST_AUDIO="$work/second.wav" \

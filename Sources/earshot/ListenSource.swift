@@ -50,7 +50,7 @@ final class ListenSource: Sendable {
         case .file(let path, let loop):
             do { source = try PacedFileAudioSource(path: path, loop: loop) } catch {
                 // Opened fine in `init`; gone or changed since. The session shows it as a capture problem.
-                source = UnavailableAudioSource(error: error)
+                source = UnavailableAudioSource(error)
             }
         }
         latest.withLock { $0 = source }
@@ -79,19 +79,4 @@ final class ListenSource: Sendable {
         }
         return problem
     }
-}
-
-/// A source that could not be made: failed from the start, delivers nothing.
-final class UnavailableAudioSource: AudioSource {
-    let error: EarshotError
-
-    init(error: EarshotError) { self.error = error }
-
-    var sampleRate: Double? { nil }
-    var state: AudioSourceState { .failed(error) }
-    var statistics: AudioSourceStatistics { AudioSourceStatistics() }
-    func start() {}
-    func stop() {}
-    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int { 0 }
-    func waitForSamples(timeout: Double) -> Bool { false }
 }
