@@ -66,8 +66,8 @@ echo; echo "\$ earshot remote match          # a LAN client asks: what is on, an
 "$bin/earshot" remote match || true
 echo; echo "\$ earshot remote state"
 "$bin/earshot" remote state
-echo; echo "\$ earshot remote stream --duration 4   # results as the programme plays"
-"$bin/earshot" remote stream --duration 4 || true
+echo; echo "\$ earshot remote stream --duration 5 --repeats   # results as the programme plays (from 5 s the quiz item too)"
+"$bin/earshot" remote stream --duration 5 --repeats || true
 
 if [ "$keep" -eq 1 ]; then
   echo; echo "demo: earshotd keeps running (pid $daemon_pid). In another terminal: $bin/earshot remote watch"

@@ -102,7 +102,7 @@ public final class Daemon: Sendable {
         catalogs.register(on: server)
         health.register(on: server)
 
-        logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(String(format: "%.1f", active.catalog.totalDuration / 3600)) h (\(store.entries.count) catalog(s) in \(store.directory))")
+        logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(Self.duration(active.catalog.totalDuration)) (\(store.entries.count) catalog(s) in \(store.directory))")
         logger.info("listening on \(sourceName); RPC \(server.boundEndpoints.joined(separator: " ")); events \(publisher.boundEndpoints.joined(separator: " "))")
         for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
         self.events = events
@@ -111,6 +111,13 @@ public final class Daemon: Sendable {
 
     private let events: DaemonEvents
     private let counters: DaemonCounters
+
+    /// "2.4 h", "12 min" or "81 s": a catalog's length at a glance.
+    static func duration(_ seconds: Double) -> String {
+        if seconds >= 3600 { return String(format: "%.1f h", seconds / 3600) }
+        if seconds >= 120 { return String(format: "%.0f min", seconds / 60) }
+        return String(format: "%.0f s", seconds)
+    }
 
     /// The endpoints actually bound (port 0 becomes the real port).
     public var rpcEndpoints: [String] { server.boundEndpoints }
