@@ -3,15 +3,18 @@ import EarshotTransport
 import Foundation
 
 /// The daemon's allow-list file: one client per line, "<Z85 public key> <name> <role>", '#'
-/// comments and blank lines ignored. Errors name the line, since people edit it by hand.
+/// comments (a line starting with '#', or '#' after the role) and blank lines ignored. Errors name the line, since people edit it by hand.
 public enum AllowListFile {
     public static func parse(_ text: String, origin: String) throws(EarshotError) -> [ClientAllowList.Entry] {
         var entries: [ClientAllowList.Entry] = []
         var names: [String: Int] = [:], keys: [String: Int] = [:]
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            var fields = raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            // '#' is also a Z85 character, so a comment is a word starting with '#' that is not
+            // in the key's place: a whole line whose first word is not a key, or after the role.
+            if let first = fields.first, first.hasPrefix("#"), !CurveKeyPair.isValidKey(first) { continue }
+            if fields.count > 3, fields[3].hasPrefix("#") { fields.removeSubrange(3...) }
             if fields.isEmpty { continue }
             func problem(_ what: String) -> EarshotError { .internalError("\(origin) line \(number): \(what)") }
             guard fields.count == 3 else {

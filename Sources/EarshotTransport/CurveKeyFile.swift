@@ -2,7 +2,8 @@ import Foundation
 
 /// Key files: a secret key file holds the Z85 secret key on its one non-comment line (the public
 /// half is derived from it); a public key file holds the Z85 public key the same way. Comments
-/// start with '#'. The same format serves the daemon's `server.key` and `earshot keygen`.
+/// are lines starting with '#' that are not a key ('#' is a Z85 character too). The same format
+/// serves the daemon's `server.key` and `earshot keygen`.
 public enum CurveKeyFile {
     public struct Problem: Error, CustomStringConvertible {
         public var message: String
@@ -24,7 +25,7 @@ public enum CurveKeyFile {
             throw Problem(message: "\(path): cannot read the key file")
         }
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            .filter { !$0.isEmpty && !($0.hasPrefix("#") && !CurveKeyPair.isValidKey($0)) }
         guard lines.count == 1, CurveKeyPair.isValidKey(lines[0]) else {
             throw Problem(message: "\(path): a key file holds one 40-character Z85 key (and '#' comments)")
         }

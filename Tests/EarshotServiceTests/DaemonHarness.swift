@@ -9,7 +9,7 @@ import Testing
 final class DaemonHarness: @unchecked Sendable {
     let directory: URL
     let process = Process()
-    private let logURL: URL
+    private var logURL = URL(fileURLWithPath: "/dev/null")
     private(set) var rpcEndpoint = ""
     private(set) var eventsEndpoint = ""
     /// One client key pair per role, all in the daemon's allow-list (names "viewer", "operator",
@@ -62,8 +62,23 @@ final class DaemonHarness: @unchecked Sendable {
         clientKeys = keys
         try ("# test clients\n" + Self.allowList(ClientRole.allCases.map { (keys[$0]!, $0.rawValue, $0) }))
             .write(to: directory.appendingPathComponent("state/clients.allow"), atomically: true, encoding: .utf8)
+        try start(settings: settings)
+    }
+
+    /// Starts a daemon again on the state of a stopped one (`directory` is not removed twice:
+    /// the first harness owns it).
+    init(reusing folder: URL, settings: [String] = []) throws {
+        directory = folder
+        clientKeys = [:]
+        ownsDirectory = false
+        try start(settings: settings)
+    }
+
+    private var ownsDirectory = true
+
+    private func start(settings: [String]) throws {
         let fixture = DaemonFixture.shared
-        try Data(fixture.catalogBytes).write(to: catalogs.appendingPathComponent("show.earcat"))
+        try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
         let programme = directory.appendingPathComponent("tv.wav")
         try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: programme)
         logURL = directory.appendingPathComponent("earshotd.log")
@@ -120,7 +135,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 }
 
