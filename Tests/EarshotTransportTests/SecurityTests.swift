@@ -44,7 +44,6 @@ final class SecureServer: Sendable {
 
     func client(_ keys: CurveKeyPair?, serverKey: String? = nil) throws -> RpcClient {
         try makeClient(endpoint) { configuration in
-            configuration.defaultTimeout = .seconds(20)
             if let keys { configuration.security = ClientSecurity(serverPublicKey: serverKey ?? keyPair.publicKey, keyPair: keys) }
         }
     }

@@ -10,13 +10,14 @@ import os
 from typing import Tuple, Union
 
 import zmq
+from zmq.utils import z85
 
 
 def _is_key(text: str) -> bool:
     if len(text) != 40:
         return False
     try:
-        return len(zmq.utils.z85.decode(text)) == 32
+        return len(z85.decode(text)) == 32
     except Exception:
         return False
 
