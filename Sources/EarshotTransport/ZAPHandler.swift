@@ -45,18 +45,20 @@ final class ZAPHandler: Sendable {
             poll.add(socket)
             do { try poll.poll(timeoutMilliseconds: -1) } catch { continue }
             guard let message = try? socket.receive(maximumFrames: 8) else { continue }
+            // A REP socket must answer every request before it can take the next one, so even
+            // a malformed request (libzmq never sends one) gets an answer.
             let f = message.frames
-            guard f.count >= 6 else { continue }
-            let version = f[0], requestID = f[1]
-            let domain = String(decoding: f[2], as: UTF8.self)
-            let address = String(decoding: f[3], as: UTF8.self)
-            let mechanism = String(decoding: f[5], as: UTF8.self)
-            var status = "400", text = "key not allowed", userID = ""
-            let list = lists.withLock { $0[domain] }
-            if version != Array("1.0".utf8) {
-                (status, text) = ("500", "unsupported ZAP version")
-            } else if let list, mechanism == "CURVE", f.count >= 7, let key = CurveKeyPair.encode(f[6]) {
-                if let entry = list.admit(publicKey: key, address: address) {
+            let version = f.first ?? [], requestID = f.count > 1 ? f[1] : []
+            var status = "500", text = "malformed ZAP request", userID = ""
+            if f.count >= 6 {
+                let domain = String(decoding: f[2], as: UTF8.self)
+                let address = String(decoding: f[3], as: UTF8.self)
+                let mechanism = String(decoding: f[5], as: UTF8.self)
+                (status, text) = ("400", "key not allowed")
+                if version != Array("1.0".utf8) {
+                    (status, text) = ("500", "unsupported ZAP version")
+                } else if let list = lists.withLock({ $0[domain] }), mechanism == "CURVE", f.count >= 7,
+                          let key = CurveKeyPair.encode(f[6]), let entry = list.admit(publicKey: key, address: address) {
                     (status, text, userID) = ("200", "OK", entry.userID)
                 }
             }
