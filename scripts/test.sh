@@ -3,6 +3,7 @@
 #   1. swift test — core, audio, ALSA (file PCM), live sessions, transport, the daemon as a
 #      process driven by the Swift client, the CLI end to end;
 #   2. the Python client's tests — unit tests, then integration tests against the real earshotd
+#      (plain mode for the protocol tests, CURVE with generated keys for test_security.py)
 #      (a catalog and a programme made here from synthetic audio with sox and the CLI).
 # Arguments are passed to `swift test` (e.g. --filter Daemon).
 set -euo pipefail

@@ -17,12 +17,12 @@ final class CatalogsService: Sendable {
     }
 
     func register(on server: RpcServer) {
-        server.register(Methods.Catalogs.list) { [self] _, _ throws(RpcError) in
+        server.register(Methods.Catalogs.list, role: .admin) { [self] _, _ throws(RpcError) in
             var reply = Earshot_V1_ListCatalogsResponse()
             reply.catalogs = store.entries.map(summary)
             return reply
         }
-        server.register(Methods.Catalogs.describe) { [self] request, _ throws(RpcError) in
+        server.register(Methods.Catalogs.describe, role: .admin) { [self] request, _ throws(RpcError) in
             guard let e = store.entry(named: request.name) else {
                 throw RpcError(.notFound, "no catalog named \"\(request.name)\"; List shows the names")
             }

@@ -56,6 +56,18 @@ public final class Daemon: Sendable {
                                  attemptInterval: Double(c.attemptIntervalMilliseconds) / 1000, source: source)
 
         let epoch = UInt64.random(in: 1...UInt64.max)
+        let daemonSecurity: DaemonSecurity?
+        switch c.securityMode {
+        case .curve:
+            do throws(EarshotError) { daemonSecurity = try DaemonSecurity(configuration: c, logger: logger) } catch {
+                session.shutdown()
+                throw error
+            }
+        case .none:
+            daemonSecurity = nil
+            logger.warning("security.mode = \"none\": no CURVE, no allow-list; anyone who can reach \((c.rpcListen + c.eventsListen).joined(separator: " ")) may do anything")
+        }
+        self.security = daemonSecurity
         do {
             loop = try TransportLoop()
             var rpc = RpcServer.Configuration(endpoints: c.rpcListen)
@@ -63,13 +75,22 @@ public final class Daemon: Sendable {
             rpc.maximumInFlightPerPeer = c.maximumInFlightPerPeer
             rpc.maximumInFlight = c.maximumInFlight
             rpc.defaultTimeout = .milliseconds(c.defaultTimeoutMilliseconds)
+            rpc.security = daemonSecurity?.security
             server = try RpcServer(loop: loop, configuration: rpc)
             publisher = try EventPublisher(loop: loop, endpoints: c.eventsListen, epoch: epoch,
                                            heartbeatInterval: .milliseconds(c.heartbeatMilliseconds),
-                                           sendHighWaterMark: Int32(clamping: c.sendHighWaterMark))
+                                           sendHighWaterMark: Int32(clamping: c.sendHighWaterMark),
+                                           security: daemonSecurity?.security)
         } catch {
             session.shutdown()
             throw .internalError("cannot open the network sockets: \(error)")
+        }
+        if let daemonSecurity {
+            do throws(EarshotError) { try daemonSecurity.selfTest(endpoint: server.boundEndpoints[0]) } catch {
+                session.shutdown()
+                loop.stop()
+                throw error
+            }
         }
         let events = DaemonEvents(publisher: publisher, epoch: epoch)
         let counters = DaemonCounters()
@@ -91,6 +112,8 @@ public final class Daemon: Sendable {
             all["rpc_dropped_replies"] = UInt64(rpc.droppedReplies)
             all["rpc_peers_lost"] = UInt64(rpc.peersLost)
             all["rpc_rejected"] = UInt64(rpc.rejected)
+            all["rpc_denied"] = UInt64(rpc.denied)
+            all["security_refused"] = UInt64(daemonSecurity?.security.allowList.rejections.count ?? 0)
             all["rpc_in_flight"] = UInt64(rpc.inFlight)
             let events = publisher.statistics
             all["events_published"] = UInt64(events.published)
@@ -111,6 +134,12 @@ public final class Daemon: Sendable {
 
     private let events: DaemonEvents
     private let counters: DaemonCounters
+    private let security: DaemonSecurity?
+
+    /// Re-reads the allow-list now (SIGHUP); it is also re-read within a second of a change.
+    public func reloadAllowList() {
+        security?.reload(reason: "SIGHUP")
+    }
 
     /// "2.4 h", "12 min" or "81 s": a catalog's length at a glance.
     static func duration(_ seconds: Double) -> String {
@@ -159,6 +188,7 @@ public final class Daemon: Sendable {
                 }
             })
         }
+        if let security { started.append(security.watch()) }
         if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)

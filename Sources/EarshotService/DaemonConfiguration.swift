@@ -4,6 +4,7 @@ import Foundation
 /// with a comment and its default; a test keeps the two in step.
 public struct DaemonConfiguration: Equatable, Sendable {
     public enum AudioSourceKind: String, Sendable { case alsa, file }
+    public enum SecurityMode: String, Sendable { case curve, none }
 
     // [daemon]
     public var stateDirectory = "/var/lib/earshot"
@@ -34,8 +35,17 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var heartbeatMilliseconds = 1000
     public var sendHighWaterMark = 10_000
     public var loadTestRate = 0
+    // [security]
+    public var securityMode = SecurityMode.curve
+    /// "" = <state_directory>/clients.allow.
+    public var allowList = ""
 
     public init() {}
+
+    /// The allow-list file actually used.
+    public var allowListPath: String {
+        allowList.isEmpty ? (stateDirectory as NSString).appendingPathComponent("clients.allow") : allowList
+    }
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -69,6 +79,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight", "rpc.default_timeout_ms",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
+        "security.mode", "security.allow_list",
     ]
 
     mutating func set(_ key: String, _ value: TOMLSubset.Value) throws(Problem) {
@@ -100,10 +111,15 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "events.heartbeat_ms": heartbeatMilliseconds = try integer(key, value, 100...60_000)
         case "events.send_high_water_mark": sendHighWaterMark = try integer(key, value, 1...10_000_000)
         case "events.load_test_rate": loadTestRate = try integer(key, value, 0...1_000_000)
+        case "security.mode":
+            let s = try string(key, value)
+            guard let mode = SecurityMode(rawValue: s) else { throw Problem(message: "\(key) must be \"curve\" or \"none\", not \"\(s)\"") }
+            securityMode = mode
+        case "security.allow_list": allowList = try string(key, value)
         default:
             let section = key.split(separator: ".").first.map(String.init) ?? key
             let known = Self.keys.filter { $0.hasPrefix(section + ".") }
-            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, rpc, events"
+            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, rpc, events, security"
                 : "; [\(section)] has " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ")))
         }
     }
@@ -197,6 +213,10 @@ extension DaemonConfiguration {
             heartbeat_ms = \(heartbeatMilliseconds)
             send_high_water_mark = \(sendHighWaterMark)
             load_test_rate = \(loadTestRate)
+
+            [security]
+            mode = \(q(securityMode.rawValue))
+            allow_list = \(q(allowList))
             """
     }
 }

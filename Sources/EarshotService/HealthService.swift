@@ -34,7 +34,7 @@ final class HealthService: Sendable {
     }
 
     func register(on server: RpcServer) {
-        server.register(Methods.Health.check) { [self] request, _ throws(RpcError) in
+        server.register(Methods.Health.check, role: .viewer) { [self] request, _ throws(RpcError) in
             guard Self.services.contains(request.service) else {
                 throw RpcError(.notFound, "no service \"\(request.service)\"")
             }
@@ -42,7 +42,7 @@ final class HealthService: Sendable {
             reply.status = current(for: request.service)
             return reply
         }
-        server.register(streaming: Methods.Health.watch) { [self] request, call, writer throws(RpcError) in
+        server.register(streaming: Methods.Health.watch, role: .viewer) { [self] request, call, writer throws(RpcError) in
             let (stream, continuation) = AsyncStream.makeStream(of: Earshot_V1_ServingStatus.self)
             let id = nextID.add(1, ordering: .relaxed).newValue
             changes.withLock { $0[id] = continuation }
@@ -58,7 +58,7 @@ final class HealthService: Sendable {
             }
             if let reason = call.cancellationReason() { throw reason }
         }
-        server.register(Methods.Health.getStats) { [self] _, _ throws(RpcError) in
+        server.register(Methods.Health.getStats, role: .viewer) { [self] _, _ throws(RpcError) in
             var reply = Earshot_V1_Stats()
             reply.counters = stats()
             reply.uptimeMs = Int64(Date().timeIntervalSince(started) * 1000)

@@ -23,19 +23,19 @@ final class RecognizerService: Sendable {
     }
 
     func register(on server: RpcServer) {
-        server.register(Methods.Recognizer.prepare) { [session] _, _ throws(RpcError) in
+        server.register(Methods.Recognizer.prepare, role: .operator) { [session] _, _ throws(RpcError) in
             session.prepare()
             var reply = Earshot_V1_PrepareResponse()
             reply.state = Earshot_V1_SessionState(session.state == .idle ? .prerecording : session.state)
             return reply
         }
-        server.register(Methods.Recognizer.match) { [self] _, call throws(RpcError) in
+        server.register(Methods.Recognizer.match, role: .operator) { [self] _, call throws(RpcError) in
             try await match(call)
         }
-        server.register(streaming: Methods.Recognizer.streamMatches) { [self] request, call, writer throws(RpcError) in
+        server.register(streaming: Methods.Recognizer.streamMatches, role: .operator) { [self] request, call, writer throws(RpcError) in
             try await stream(request, call, writer)
         }
-        server.register(Methods.Recognizer.matchSignature) { [self] request, _ throws(RpcError) in
+        server.register(Methods.Recognizer.matchSignature, role: .operator) { [self] request, _ throws(RpcError) in
             let signature: Signature
             do throws(EarshotError) { signature = try Signature(dataRepresentation: Array(request.signature)) } catch {
                 throw RpcError(.invalidArgument, "signature: \(error.message)")
@@ -44,7 +44,7 @@ final class RecognizerService: Sendable {
             counters.add(result)
             return Earshot_V1_MatchResult(result, catalog: catalogName, streamTime: signature.duration)
         }
-        server.register(Methods.Recognizer.cancel) { [session] _, _ throws(RpcError) in
+        server.register(Methods.Recognizer.cancel, role: .operator) { [session] _, _ throws(RpcError) in
             session.cancel()
             var reply = Earshot_V1_CancelResponse()
             reply.state = .idle

@@ -19,7 +19,7 @@ final class SessionService: Sendable {
     }
 
     func register(on server: RpcServer) {
-        server.register(Methods.Session.getSnapshot) { [self] _, _ throws(RpcError) in snapshot() }
+        server.register(Methods.Session.getSnapshot, role: .viewer) { [self] _, _ throws(RpcError) in snapshot() }
     }
 
     /// The state now. Topic heads are read before the state: an event published in between is

@@ -12,11 +12,11 @@ public final class EventPublisher: Sendable {
     /// The endpoints as bound, with real ports.
     public let boundEndpoints: [String]
 
-    /// Binds every endpoint now. `epoch` should be random per process start, so subscribers
+    /// Binds every endpoint now; with `security`, only allow-listed clients can connect. `epoch` should be random per process start, so subscribers
     /// can tell a restart (seqs start again from 1) from lost events.
     public init(
         loop: TransportLoop, endpoints: [String], epoch: UInt64, heartbeatInterval: Duration = .seconds(1),
-        sendHighWaterMark: Int32 = 10_000
+        sendHighWaterMark: Int32 = 10_000, security: ServerSecurity? = nil
     ) throws(TransportError) {
         let socket = try ZMQSocket(.pub)
         try socket.set(.linger, 0)
@@ -26,6 +26,8 @@ public final class EventPublisher: Sendable {
         try socket.set(.heartbeatInterval, 2000)
         try socket.set(.heartbeatTimeout, 6000)
         try socket.set(.heartbeatTTL, 6000)
+        // Every listed role may subscribe, so the allow-list alone decides.
+        try security?.apply(to: socket)
         var bound: [String] = []
         for endpoint in endpoints {
             try socket.bind(endpoint)

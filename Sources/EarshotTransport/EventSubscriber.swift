@@ -14,17 +14,21 @@ public final class EventSubscriber: Sendable {
     public let events: AsyncStream<Earshot_V1_EventEnvelope>
 
     /// Subscribes to every topic that starts with one of `topics` (`[""]`: all), then connects.
-    public convenience init(endpoint: String, topics: [String]) throws(TransportError) {
-        try self.init(endpoint: endpoint, topics: topics, bufferLimit: 10_000)
+    public convenience init(endpoint: String, topics: [String], security: ClientSecurity? = nil) throws(TransportError) {
+        try self.init(endpoint: endpoint, topics: topics, bufferLimit: 10_000, security: security)
     }
 
-    public init(endpoint: String, topics: [String], bufferLimit: Int, receiveHighWaterMark: Int32 = 10_000) throws(TransportError) {
+    /// With `security`, the CURVE keys; a server that refuses them sends nothing (no error
+    /// comes back: ZeroMQ just keeps retrying the connection).
+    public init(endpoint: String, topics: [String], bufferLimit: Int, receiveHighWaterMark: Int32 = 10_000,
+                security: ClientSecurity? = nil) throws(TransportError) {
         let socket = try ZMQSocket(.sub)
         try socket.set(.linger, 0)
         try socket.set(.receiveHighWaterMark, receiveHighWaterMark)
         try socket.set(.heartbeatInterval, 2000)
         try socket.set(.heartbeatTimeout, 6000)
         try socket.set(.heartbeatTTL, 6000)
+        try security?.apply(to: socket)
         for topic in topics {
             try socket.set(.subscribe, Array(topic.utf8))
         }

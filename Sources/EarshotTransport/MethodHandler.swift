@@ -10,5 +10,7 @@ enum HandlerOutcome: Sendable {
 /// `RpcServer.register` decode the request and encode the reply inside the handler's task, so
 /// the loop thread never spends time on payloads.
 struct MethodHandler: Sendable {
+    /// Callers with a lower role get PERMISSION_DENIED without the handler running.
+    let minimumRole: ClientRole
     let run: @Sendable (Data, RpcCall, StreamSink) async -> HandlerOutcome
 }

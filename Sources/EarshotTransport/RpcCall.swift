@@ -17,17 +17,26 @@ public final class RpcCall: Sendable {
     public let deadline: ContinuousClock.Instant
     /// ZAP's user id for the connection ("name:role") when security is on; nil without.
     public let userID: String?
+    /// The caller's role as of this call (admin without security).
+    public let role: ClientRole
 
     private let reason = Mutex<RpcError?>(nil)
 
     init(method: String, requestID: UInt64, peer: String, metadata: [String: String],
-         deadline: ContinuousClock.Instant, userID: String?) {
+         deadline: ContinuousClock.Instant, userID: String?, role: ClientRole = .admin) {
         self.method = method
         self.requestID = requestID
         self.peer = peer
         self.metadata = metadata
         self.deadline = deadline
         self.userID = userID
+        self.role = role
+    }
+
+    /// The caller's name from the allow-list (the part of `userID` before ':'), nil without security.
+    public var clientName: String? {
+        guard let userID, let colon = userID.lastIndex(of: ":") else { return nil }
+        return String(userID[..<colon])
     }
 
     /// True once the client cancelled, the deadline passed, the client went away or the server

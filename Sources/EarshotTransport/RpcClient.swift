@@ -25,6 +25,10 @@ public final class RpcClient: Sendable {
         /// ZMTP heartbeats, as on the server.
         public var heartbeatInterval: Duration = .seconds(2)
         public var heartbeatTimeout: Duration = .seconds(6)
+        /// CURVE keys for a server with security on; nil = plain. A server that refuses the
+        /// key never answers (ZeroMQ retries the handshake silently), so calls end with
+        /// DEADLINE_EXCEEDED.
+        public var security: ClientSecurity?
 
         public init() {}
     }
@@ -58,6 +62,7 @@ public final class RpcClient: Sendable {
         try socket.set(.heartbeatInterval, configuration.heartbeatInterval.socketMilliseconds)
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
+        try configuration.security?.apply(to: socket)
         try socket.connect(endpoint)
         self.endpoint = endpoint
         self.configuration = configuration

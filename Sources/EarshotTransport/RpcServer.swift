@@ -29,6 +29,7 @@ public final class RpcServer: Sendable {
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
+        try configuration.security?.apply(to: socket)
         var bound: [String] = []
         for endpoint in configuration.endpoints {
             try socket.bind(endpoint)
@@ -45,13 +46,15 @@ public final class RpcServer: Sendable {
     }
 
     /// Serves a unary method: the handler's result (or thrown error) is the call's one END.
+    /// With security on, callers below `role` get PERMISSION_DENIED; admin by default, so a
+    /// method nobody classified is closed rather than open.
     public func register<Req, Res>(
-        _ method: RpcMethod<Req, Res>,
+        _ method: RpcMethod<Req, Res>, role: ClientRole = .admin,
         _ handler: @escaping @Sendable (Req, RpcCall) async throws(RpcError) -> Res
     ) {
         precondition(!method.serverStreaming, "\(method.path) is server-streaming: register it with register(streaming:)")
         core.handlers.withLock {
-            $0[method.path] = MethodHandler { payload, call, _ in
+            $0[method.path] = MethodHandler(minimumRole: role) { payload, call, _ in
                 let request: Req
                 switch WireCoding.decodeRequest(Req.self, payload) {
                 case .success(let decoded): request = decoded
@@ -75,12 +78,12 @@ public final class RpcServer: Sendable {
     /// Serves a server-streaming method: the handler sends items through the writer; its return
     /// ends the stream OK, its error ends it with that status.
     public func register<Req, Res>(
-        streaming method: RpcMethod<Req, Res>,
+        streaming method: RpcMethod<Req, Res>, role: ClientRole = .admin,
         _ handler: @escaping @Sendable (Req, RpcCall, RpcStreamWriter<Res>) async throws(RpcError) -> Void
     ) {
         precondition(method.serverStreaming, "\(method.path) is unary: register it with register(_:_:)")
         core.handlers.withLock {
-            $0[method.path] = MethodHandler { payload, call, sink in
+            $0[method.path] = MethodHandler(minimumRole: role) { payload, call, sink in
                 let request: Req
                 switch WireCoding.decodeRequest(Req.self, payload) {
                 case .success(let decoded): request = decoded

@@ -30,6 +30,8 @@ extension RpcServer {
         public var heartbeatTimeout: Duration = .seconds(6)
         /// A connection must finish its handshake within this.
         public var handshakeTimeout: Duration = .seconds(5)
+        /// CURVE with a ZAP allow-list; nil = plain TCP, where every caller counts as admin.
+        public var security: ServerSecurity?
 
         public init(endpoints: [String]) {
             self.endpoints = endpoints

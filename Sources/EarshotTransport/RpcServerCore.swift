@@ -150,6 +150,24 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             sendEnd(to: peer, requestID: id, error: RpcError(.unimplemented, "unknown method \"\(shown)\""))
             return
         }
+        var role = ClientRole.admin
+        var userID = userID
+        if let security = configuration.security {
+            // ZAP ran at the handshake; the list may have changed since, so look again.
+            guard let current = userID.flatMap(security.allowList.entry(forUserID:)) else {
+                sendEnd(to: peer, requestID: id,
+                        error: RpcError(.unauthenticated, "this client's key is no longer in the server's allow-list"))
+                return
+            }
+            role = current.role
+            userID = current.userID
+        }
+        guard role >= handler.minimumRole else {
+            counters.withLock { $0.denied += 1 }
+            sendEnd(to: peer, requestID: id, error: RpcError(
+                .permissionDenied, "\(envelope.method) needs the \(handler.minimumRole.rawValue) role; this client is \(role.rawValue)"))
+            return
+        }
         if let problem = MetadataRules.problem(
             with: envelope.metadata, maximumBytes: configuration.maximumMetadataBytes,
             maximumEntries: configuration.maximumMetadataEntries)
@@ -176,7 +194,7 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         let call = ServerCall(
             key: key,
             call: RpcCall(method: envelope.method, requestID: id, peer: peer.description,
-                          metadata: envelope.metadata, deadline: deadline, userID: userID),
+                          metadata: envelope.metadata, deadline: deadline, userID: userID, role: role),
             timeout: timeout)
         calls[key] = call
         callsPerPeer[peer] = fromPeer + 1

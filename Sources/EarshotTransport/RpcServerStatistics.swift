@@ -18,6 +18,8 @@ public struct RpcServerStatistics: Sendable, Equatable {
     public var peersLost = 0
     /// Calls refused by the in-flight limits.
     public var rejected = 0
+    /// Calls refused because the caller's role is too low (PERMISSION_DENIED).
+    public var denied = 0
     /// Handlers running now.
     public var inFlight = 0
 

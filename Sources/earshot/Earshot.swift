@@ -37,7 +37,7 @@ struct Earshot: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self, ListenCommand.self, DevicesCommand.self,
-                      RemoteCommand.self]
+                      RemoteCommand.self, KeygenCommand.self]
     )
 
     /// Parses, runs, and maps every failure to one stderr line and a documented exit status.

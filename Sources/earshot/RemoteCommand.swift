@@ -20,6 +20,10 @@ struct RemoteCommand: ParsableCommand {
               earshot remote stream --json
               earshot remote state
               earshot remote watch --server tcp://tv-box.local:7400
+              earshot remote match --server tcp://tv-box.local:7400 --server-key server.public --key tv-app.key
+
+            The daemon uses CURVE by default: give its public key (--server-key) and a client key \
+            (--key, made by `earshot keygen`) whose public half is in the daemon's allow-list.
 
             Exit status: 0 on success (for `match`: a match), 1 when `match` found none, 2 on \
             usage errors, 5 when the daemon did not answer in time or answered with an error \
@@ -38,6 +42,15 @@ struct RemoteOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for an answer before giving up.", valueName: "seconds"))
     var timeout: Double = 15
 
+    @Option(name: .customLong("server-key"), help: ArgumentHelp(
+        "The daemon's public key (its state folder's server.public), as text or a file; env EARSHOT_SERVER_KEY.",
+        valueName: "Z85|file"))
+    var serverKey: String?
+
+    @Option(name: .customLong("key"), help: ArgumentHelp(
+        "This client's secret key file, made by `earshot keygen`; env EARSHOT_CLIENT_KEY.", valueName: "file"))
+    var clientKey: String?
+
     func validate() throws {
         guard server.hasPrefix("tcp://") || server.hasPrefix("ipc://") else {
             throw ValidationError("--server must look like tcp://host:port (or ipc://path), not \(server)")
@@ -45,9 +58,34 @@ struct RemoteOptions: ParsableArguments {
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
     }
 
+    /// The CURVE keys from the options or the environment; nil when neither names any (a
+    /// daemon with security "none").
+    func security() throws(CLIFailure) -> ClientSecurity? {
+        let environment = ProcessInfo.processInfo.environment
+        let server = serverKey ?? environment["EARSHOT_SERVER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let client = clientKey ?? environment["EARSHOT_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        switch (server, client) {
+        case (nil, nil):
+            return nil
+        case (nil, _):
+            throw CLIFailure("--key needs --server-key (the daemon's server.public) too", status: .usage)
+        case (_, nil):
+            throw CLIFailure("--server-key needs --key too: make a client key with `earshot keygen` and add it to the daemon's allow-list", status: .usage)
+        case (let server?, let client?):
+            do throws(CurveKeyFile.Problem) {
+                return ClientSecurity(serverPublicKey: try CurveKeyFile.key(fromTextOrFile: server),
+                                      keyPair: try CurveKeyFile.readKeyPair(client))
+            } catch {
+                throw CLIFailure(error.message, status: .usage)
+            }
+        }
+    }
+
     func client() throws(CLIFailure) -> RpcClient {
+        let security = try security()
         do {
             var configuration = RpcClient.Configuration()
+            configuration.security = security
             configuration.defaultTimeout = .milliseconds(Int(timeout * 1000))
             return try RpcClient(endpoint: server, configuration: configuration)
         } catch {
@@ -56,8 +94,16 @@ struct RemoteOptions: ParsableArguments {
     }
 
     /// Maps an RPC failure to one line naming the server and the status.
+    /// A refused key looks like silence (ZeroMQ retries the handshake quietly), so a timeout
+    /// says what to check.
     func failure(_ error: RpcError) -> CLIFailure {
-        CLIFailure("\(server): \(error.code): \(error.message)", status: .remote)
+        if error.code == .deadlineExceeded {
+            let hint = (try? security()) == nil
+                ? "no answer; if the daemon uses CURVE (the default), give --server-key and --key"
+                : "the server refused this key or did not answer (check --server-key and that the client key is in the allow-list)"
+            return CLIFailure("\(server): \(error.code): \(hint)", status: .remote)
+        }
+        return CLIFailure("\(server): \(error.code): \(error.message)", status: .remote)
     }
 }
 

@@ -44,8 +44,10 @@ struct RemoteWatchCommand: ParsableCommand {
         if let duration { DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.signal() } }
 
         let subscriber: EventSubscriber
+        let security = try remote.security()
         do {
-            subscriber = try EventSubscriber(endpoint: endpoint, topics: [Topics.session, Topics.match, Topics.health, Topics.heartbeat])
+            subscriber = try EventSubscriber(endpoint: endpoint, topics: [Topics.session, Topics.match, Topics.health, Topics.heartbeat],
+                                             security: security)
         } catch {
             throw CLIFailure("\(endpoint): \(error)", status: .usage)
         }

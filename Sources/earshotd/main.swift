@@ -112,6 +112,12 @@ for sig in [SIGTERM, SIGINT] {
     signalSources.append(source)
 }
 
+signal(SIGHUP, SIG_IGN)
+let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+hangUp.setEventHandler { @Sendable in daemon.reloadAllowList() }
+hangUp.resume()
+signalSources.append(hangUp)
+
 let done = DispatchSemaphore(value: 0)
 Task.detached { @Sendable in
     await daemon.run()

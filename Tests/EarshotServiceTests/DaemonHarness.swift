@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotTestSupport
+import EarshotTransport
 import Foundation
 import Testing
 
@@ -8,9 +9,34 @@ import Testing
 final class DaemonHarness: @unchecked Sendable {
     let directory: URL
     let process = Process()
-    private let logURL: URL
+    private var logURL = URL(fileURLWithPath: "/dev/null")
     private(set) var rpcEndpoint = ""
     private(set) var eventsEndpoint = ""
+    /// One client key pair per role, all in the daemon's allow-list (names "viewer", "operator",
+    /// "admin"): the tests run the daemon as shipped, with CURVE on.
+    let clientKeys: [ClientRole: CurveKeyPair]
+    /// The daemon's public key, read from `state/server.public` once it started (nil with
+    /// security "none").
+    private(set) var serverPublicKey: String?
+
+    var allowListURL: URL { directory.appendingPathComponent("state/clients.allow") }
+
+    /// CURVE keys for a client of `role` (nil with security "none").
+    func security(_ role: ClientRole = .admin) -> ClientSecurity? {
+        serverPublicKey.map { ClientSecurity(serverPublicKey: $0, keyPair: clientKeys[role]!) }
+    }
+
+    /// An RPC client of `role` (admin by default).
+    func client(_ role: ClientRole = .admin) throws -> RpcClient {
+        var configuration = RpcClient.Configuration()
+        configuration.security = security(role)
+        return try RpcClient(endpoint: rpcEndpoint, configuration: configuration)
+    }
+
+    /// Allow-list lines for `entries`.
+    static func allowList(_ entries: [(CurveKeyPair, String, ClientRole)]) -> String {
+        entries.map { "\($0.0.publicKey) \($0.1) \($0.2.rawValue)\n" }.joined()
+    }
 
     /// The daemon executable: $EARSHOTD, else next to the test bundle (the products folder).
     static func executable() throws -> String {
@@ -31,8 +57,28 @@ final class DaemonHarness: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-test-\(UUID().uuidString)")
         let catalogs = directory.appendingPathComponent("state/catalogs")
         try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
+        var keys: [ClientRole: CurveKeyPair] = [:]
+        for role in ClientRole.allCases { keys[role] = try CurveKeyPair.generate() }
+        clientKeys = keys
+        try ("# test clients\n" + Self.allowList(ClientRole.allCases.map { (keys[$0]!, $0.rawValue, $0) }))
+            .write(to: directory.appendingPathComponent("state/clients.allow"), atomically: true, encoding: .utf8)
+        try start(settings: settings)
+    }
+
+    /// Starts a daemon again on the state of a stopped one (`directory` is not removed twice:
+    /// the first harness owns it).
+    init(reusing folder: URL, settings: [String] = []) throws {
+        directory = folder
+        clientKeys = [:]
+        ownsDirectory = false
+        try start(settings: settings)
+    }
+
+    private var ownsDirectory = true
+
+    private func start(settings: [String]) throws {
         let fixture = DaemonFixture.shared
-        try Data(fixture.catalogBytes).write(to: catalogs.appendingPathComponent("show.earcat"))
+        try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
         let programme = directory.appendingPathComponent("tv.wav")
         try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: programme)
         logURL = directory.appendingPathComponent("earshotd.log")
@@ -56,6 +102,10 @@ final class DaemonHarness: @unchecked Sendable {
                 if let r = words.firstIndex(of: "RPC"), let e = words.firstIndex(of: "events") {
                     rpcEndpoint = words[r + 1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))
                     eventsEndpoint = words[e + 1]
+                    let publicFile = directory.appendingPathComponent("state/server.public").path
+                    if !settings.contains("--security.mode=none") {
+                        serverPublicKey = try CurveKeyFile.readKey(publicFile)
+                    }
                     return
                 }
             }
@@ -85,7 +135,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 }
 

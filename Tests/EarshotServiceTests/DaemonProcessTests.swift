@@ -17,7 +17,7 @@ struct DaemonProcessTests {
 
     /// A well-behaved client gets a correct answer (checked after every fault).
     private func stillServes(_ daemon: DaemonHarness) async throws {
-        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        let client = try daemon.client()
         defer { client.close() }
         let result = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(60))
         #expect(result.outcome == .match)
@@ -26,7 +26,7 @@ struct DaemonProcessTests {
 
     @Test func prepareThenMatchAnswersFromTheWindow() async throws {
         let daemon = try DaemonHarness(settings: ["--session.follow=false", "--session.prepare_on_start=false"])
-        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        let client = try daemon.client()
         defer { client.close() }
         let prepared = try await client.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest())
         #expect(prepared.state == .prerecording)
@@ -49,9 +49,9 @@ struct DaemonProcessTests {
     @Test func streamedResultsAndLateJoiningDashboard() async throws {
         let daemon = try DaemonHarness()
         // The dashboard subscribes first, then takes the snapshot.
-        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.match, Topics.session, Topics.heartbeat])
+        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.match, Topics.session, Topics.heartbeat], security: daemon.security(.viewer))
         defer { subscriber.close() }
-        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        let client = try daemon.client()
         defer { client.close() }
         var streamed: Earshot_V1_MatchResult?
         for try await r in client.stream(Methods.Recognizer.streamMatches, Earshot_V1_StreamMatchesRequest(), timeout: .seconds(60)) {
@@ -91,7 +91,7 @@ struct DaemonProcessTests {
 
     @Test func faultsLeaveTheDaemonServing() async throws {
         let daemon = try DaemonHarness(settings: ["--rpc.max_message_bytes=65536"])
-        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        let client = try daemon.client()
         defer { client.close() }
 
         // Unknown method.
@@ -122,7 +122,7 @@ struct DaemonProcessTests {
 
         // A client that goes away in the middle of a stream.
         do {
-            let leaving = try RpcClient(endpoint: daemon.rpcEndpoint)
+            let leaving = try daemon.client()
             let stream = leaving.stream(Methods.Recognizer.streamMatches, Earshot_V1_StreamMatchesRequest(), timeout: .seconds(30))
             var it = stream.makeAsyncIterator()
             _ = try await it.next()
@@ -131,9 +131,9 @@ struct DaemonProcessTests {
         try await stillServes(daemon)
 
         // Raw garbage on the RPC socket, and a message over rpc.max_message_bytes.
-        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("hello".utf8)])
-        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("EARSHOT/1".utf8), [0xFF, 0xFF, 0xFF, 0x01]])
-        try RawPeer.send(to: daemon.rpcEndpoint, frames: [Array("EARSHOT/1".utf8), [UInt8](repeating: 7, count: 200_000)])
+        try RawPeer.send(to: daemon.rpcEndpoint, security: daemon.security(), frames: [Array("hello".utf8)])
+        try RawPeer.send(to: daemon.rpcEndpoint, security: daemon.security(), frames: [Array("EARSHOT/1".utf8), [0xFF, 0xFF, 0xFF, 0x01]])
+        try RawPeer.send(to: daemon.rpcEndpoint, security: daemon.security(), frames: [Array("EARSHOT/1".utf8), [UInt8](repeating: 7, count: 200_000)])
         try await stillServes(daemon)
 
         let stats = try await client.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest())

@@ -11,6 +11,7 @@ final class ZMQSocket: @unchecked Sendable {
         case pair = 0 // ZMQ_PAIR
         case pub = 1 // ZMQ_PUB
         case sub = 2 // ZMQ_SUB
+        case rep = 4 // ZMQ_REP
         case dealer = 5 // ZMQ_DEALER
         case router = 6 // ZMQ_ROUTER
 
@@ -19,6 +20,7 @@ final class ZMQSocket: @unchecked Sendable {
             case .pair: "PAIR"
             case .pub: "PUB"
             case .sub: "SUB"
+            case .rep: "REP"
             case .dealer: "DEALER"
             case .router: "ROUTER"
             }

@@ -41,6 +41,12 @@ extension ZMQSocketOption where Value == Bool {
     /// Queue only to completed connections, so a send before the handshake reports EAGAIN
     /// instead of filling a pipe that may never connect.
     static var immediate: Self { .init(ZMQ_IMMEDIATE, "ZMQ_IMMEDIATE") }
+    /// Makes the socket the CURVE server side (it then needs `curveSecretKey`).
+    static var curveServer: Self { .init(ZMQ_CURVE_SERVER, "ZMQ_CURVE_SERVER") }
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN`: fail the handshake when no ZAP handler answers. libzmq 4.3.4
+    /// otherwise admits every CURVE key while no handler is bound. Debian's header hides it
+    /// behind the DRAFT API, but the library accepts it, hence the number (re-check on upgrades).
+    static var zapEnforceDomain: Self { .init(93, "ZMQ_ZAP_ENFORCE_DOMAIN") }
 }
 
 extension ZMQSocketOption where Value == [UInt8] {
@@ -49,4 +55,11 @@ extension ZMQSocketOption where Value == [UInt8] {
     static var unsubscribe: Self { .init(ZMQ_UNSUBSCRIBE, "ZMQ_UNSUBSCRIBE") }
     /// The identity a DEALER presents to a ROUTER (default: the ROUTER makes one up).
     static var routingID: Self { .init(ZMQ_ROUTING_ID, "ZMQ_ROUTING_ID") }
+    /// CURVE keys, as 40-character Z85 text.
+    static var curvePublicKey: Self { .init(ZMQ_CURVE_PUBLICKEY, "ZMQ_CURVE_PUBLICKEY") }
+    static var curveSecretKey: Self { .init(ZMQ_CURVE_SECRETKEY, "ZMQ_CURVE_SECRETKEY") }
+    /// Client side: the server's public key; setting it makes the socket a CURVE client.
+    static var curveServerKey: Self { .init(ZMQ_CURVE_SERVERKEY, "ZMQ_CURVE_SERVERKEY") }
+    /// The ZAP domain sent to the handler, which picks the allow-list by it.
+    static var zapDomain: Self { .init(ZMQ_ZAP_DOMAIN, "ZMQ_ZAP_DOMAIN") }
 }

@@ -13,6 +13,7 @@ from .client import Client, CurveKeys, ResponseStream
 from .errors import RpcError, StatusCode, code_name
 from .events import Subscriber
 from .follower import FollowerState, StateFollower, Update, predict_offset
+from .keys import curve_keys, read_key_file
 from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, SIGNATURE, Methods, Topics
 
 __version__ = "0.1.0"

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from typing import Callable, Deque, Dict, Generic, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 import zmq
+
+from .keys import curve_keys
 from google.protobuf.message import DecodeError, Message
 
 from . import pb
@@ -65,6 +67,16 @@ def configure_socket(socket: zmq.Socket, *, curve: Optional[CurveKeys] = None) -
         socket.setsockopt(zmq.CURVE_SECRETKEY, _as_key(secret_key))
 
 
+def _curve(curve, server_key, client_key):
+    """``curve`` as given, or built from ``server_key`` (Z85 or file) and ``client_key`` (a
+    secret key file or a (public, secret) pair): both are needed, as the daemon needs both."""
+    if server_key is None and client_key is None:
+        return curve
+    if server_key is None or client_key is None:
+        raise ValueError("server_key and client_key go together: the daemon's public key and this client's key")
+    return curve_keys(server_key, client_key)
+
+
 def _timeout_ms(seconds: float) -> int:
     """Relative deadline for the envelope: at least 1 (0 would mean "the server's default")."""
     return max(1, min(MAX_TIMEOUT_MS, math.ceil(seconds * 1000)))
@@ -104,7 +116,10 @@ class Client:
         metadata: Optional[Mapping[str, str]] = None,
         curve: Optional[CurveKeys] = None,
         ping_interval: float = 5.0,
+        server_key=None,
+        client_key=None,
     ) -> None:
+        curve = _curve(curve, server_key, client_key)
         _check_timeout(timeout)
         _check_timeout(ping_interval, "ping_interval")
         self.server = normalize_endpoint(server)

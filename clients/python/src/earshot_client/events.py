@@ -15,7 +15,7 @@ import zmq
 from google.protobuf.message import DecodeError
 
 from . import pb
-from .client import CurveKeys, configure_socket
+from .client import CurveKeys, _curve, configure_socket
 from .protocol import DEFAULT_EVENTS, Topics, normalize_endpoint
 
 
@@ -35,7 +35,10 @@ class Subscriber:
         context: Optional[zmq.Context] = None,
         curve: Optional[CurveKeys] = None,
         receive_high_water_mark: int = 100_000,
+        server_key=None,
+        client_key=None,
     ) -> None:
+        curve = _curve(curve, server_key, client_key)
         self.endpoint = normalize_endpoint(events)
         self._context = context or zmq.Context.instance()
         self._socket = self._context.socket(zmq.SUB)

@@ -97,6 +97,11 @@ def earshotd(tmp_path_factory):
                 "[session]",
                 "prepare_on_start = true",
                 "follow = true",
+                # These tests are about the client and the protocol, not access control:
+                # plain mode on loopback (the Swift daemon tests cover CURVE, and
+                # test_security.py runs its own daemon with keys).
+                "[security]",
+                'mode = "none"',
                 "",
             ]
         )

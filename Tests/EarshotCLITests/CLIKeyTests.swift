@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// `earshot keygen` and the key options of `earshot remote`, without a daemon: the files, and the
+/// messages a user sees when keys are missing or go unanswered.
+@Suite struct CLIKeyTests {
+    @Test func keygenWritesBothHalvesAndTheAllowListLine() throws {
+        let ws = try Workspace()
+        let run = try ws.earshot("keygen", "-o", "tv-app")
+        #expect(run.status == 0, "\(run.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: ws.path("tv-app.key"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let publicKey = try #require(String(decoding: try ws.bytes("tv-app.pub"), as: UTF8.self)
+            .split(separator: "\n").last.map(String.init))
+        #expect(publicKey.count == 40)
+        #expect(run.stdout.contains("\(publicKey) tv-app operator"))
+        let again = try ws.earshot("keygen", "-o", "tv-app")
+        #expect(again.status == 2)
+        #expect(again.errorLines.first?.contains("--force") == true)
+    }
+
+    @Test func remoteKeyMistakesAreExplained() throws {
+        let ws = try Workspace()
+        _ = try ws.earshot("keygen", "-o", "me")
+        _ = try ws.earshot("keygen", "-o", "server")
+        let half = try ws.earshot("remote", "state", "--server-key", ws.path("server.pub"))
+        #expect(half.status == 2)
+        #expect(half.errorLines.first?.contains("--server-key needs --key") == true)
+        // Nothing listens on port 1: with keys, a silent server reads as a refused key.
+        let silent = try ws.earshot("remote", "state", "--server", "tcp://127.0.0.1:1", "--timeout", "1",
+                                    "--server-key", ws.path("server.pub"), "--key", ws.path("me.key"))
+        #expect(silent.status == 5)
+        #expect(silent.errorLines.first?.contains("the server refused this key or did not answer") == true, "\(silent.stderr)")
+        let notAKey = try ws.earshot("remote", "state", "--server-key", "nonsense", "--key", ws.path("me.key"))
+        #expect(notAKey.status == 2)
+    }
+}

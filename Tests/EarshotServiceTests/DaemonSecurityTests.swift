@@ -1,0 +1,136 @@
+import EarshotCore
+import EarshotService
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Testing
+
+/// earshotd as shipped (CURVE on) over loopback: keys, roles, allow-list edits, plain mode.
+@Suite("earshotd security", .serialized)
+struct DaemonSecurityTests {
+    private func expectCode(_ code: RpcStatusCode, _ body: () async throws(RpcError) -> Void,
+                            sourceLocation: SourceLocation = #_sourceLocation) async {
+        do throws(RpcError) {
+            try await body()
+            Issue.record("expected \(code), the call succeeded", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func keysRolesAndAllowListEdits() async throws {
+        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false"])
+        let state = daemon.directory.appendingPathComponent("state")
+
+        // The key pair was made on first start: secret 0600, public published and logged.
+        let secretPath = state.appendingPathComponent("server.key").path
+        let mode = try FileManager.default.attributesOfItem(atPath: secretPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let serverKey = try #require(daemon.serverPublicKey)
+        #expect(try CurveKeyFile.readKeyPair(secretPath).publicKey == serverKey)
+        #expect(daemon.log.contains(serverKey))
+        #expect(daemon.log.contains("security self-test: an unknown key was refused"))
+
+        // Roles: viewer < operator < admin.
+        let viewer = try daemon.client(.viewer), operatorClient = try daemon.client(.operator), admin = try daemon.client(.admin)
+        defer { [viewer, operatorClient, admin].forEach { $0.close() } }
+        _ = try await viewer.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
+        _ = try await viewer.call(Methods.Health.check, Earshot_V1_HealthCheckRequest())
+        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await viewer.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest()) }
+        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await viewer.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()) }
+        _ = try await operatorClient.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest())
+        _ = try await operatorClient.call(Methods.Recognizer.cancel, Earshot_V1_CancelRequest())
+        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await operatorClient.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()) }
+        let catalogs = try await admin.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest())
+        #expect(catalogs.catalogs.count == 1)
+
+        // Strangers, a wrong server key and plain clients are refused.
+        var stranger = RpcClient.Configuration()
+        stranger.security = ClientSecurity(serverPublicKey: serverKey, keyPair: try .generate())
+        var wrongServer = RpcClient.Configuration()
+        wrongServer.security = ClientSecurity(serverPublicKey: try CurveKeyPair.generate().publicKey, keyPair: daemon.clientKeys[.admin]!)
+        for configuration in [stranger, wrongServer, RpcClient.Configuration()] {
+            let client = try RpcClient(endpoint: daemon.rpcEndpoint, configuration: configuration)
+            defer { client.close() }
+            await expectCode(.deadlineExceeded) { () throws(RpcError) in try await client.ping(timeout: .milliseconds(1500)) }
+        }
+
+        // An edit is picked up without a restart: a newcomer gets in; the removed operator is
+        // refused on its open connection and cannot connect again.
+        let newcomer = try CurveKeyPair.generate()
+        let keys = daemon.clientKeys
+        try DaemonHarness.allowList([(keys[.viewer]!, "viewer", .viewer), (keys[.admin]!, "admin", .admin), (newcomer, "newcomer", .operator)])
+            .write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
+        var joining = RpcClient.Configuration()
+        joining.security = ClientSecurity(serverPublicKey: serverKey, keyPair: newcomer)
+        var admitted = false
+        for _ in 0..<10 where !admitted {
+            let client = try RpcClient(endpoint: daemon.rpcEndpoint, configuration: joining)
+            admitted = (try? await client.call(Methods.Recognizer.cancel, Earshot_V1_CancelRequest(), timeout: .seconds(3))) != nil
+            client.close()
+        }
+        #expect(admitted, "the newcomer was not admitted within 30 s of the edit")
+        await expectCode(.unauthenticated) { () throws(RpcError) in _ = try await operatorClient.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) }
+        let again = try daemon.client(.operator)
+        defer { again.close() }
+        await expectCode(.deadlineExceeded) { () throws(RpcError) in try await again.ping(timeout: .milliseconds(1500)) }
+
+        // A broken edit keeps the previous list and says which line is wrong.
+        try "\(newcomer.publicKey) newcomer superuser\n".write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
+        #expect(await waitFor { daemon.log.contains("line 1: unknown role \"superuser\"") })
+        _ = try await viewer.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
+
+        let stats = try await admin.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest())
+        #expect(stats.counters["security_refused", default: 0] >= 4)
+        #expect(stats.counters["rpc_denied", default: 0] == 3)
+        #expect(daemon.stop() == 0)
+
+        // A restart keeps the key pair (and refuses a broken allow-list, so mend it first).
+        try DaemonHarness.allowList([(keys[.admin]!, "admin", .admin)]).write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
+        let restarted = try DaemonHarness(reusing: daemon.directory, settings: ["--session.prepare_on_start=false"])
+        #expect(restarted.serverPublicKey == serverKey)
+        #expect(restarted.stop() == 0)
+    }
+
+    @Test func plainModeWarnsAndServesEveryone() async throws {
+        let daemon = try DaemonHarness(settings: ["--security.mode=none", "--session.prepare_on_start=false"])
+        #expect(daemon.log.contains("security.mode = \"none\""))
+        let client = try RpcClient(endpoint: daemon.rpcEndpoint)
+        defer { client.close() }
+        _ = try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest())
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test(arguments: [
+        ("KEY alice viewer extra", "line 1: expected"),
+        ("short alice viewer", "is not a public key"),
+        ("KEY alice root", "unknown role \"root\""),
+        ("KEY alice viewer\nKEY bob admin", "line 2: this key is already on line 1"),
+        ("KEY a:b viewer", "cannot contain ':'"),
+    ])
+    func allowListErrorsNameTheLine(text: String, expected: String) throws {
+        let key = try CurveKeyPair.generate().publicKey
+        do {
+            _ = try AllowListFile.parse(text.replacingOccurrences(of: "KEY", with: key), origin: "clients.allow")
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.description.contains(expected), "\(error)")
+        }
+    }
+
+    @Test func allowListCommentsAndKeysWithHashes() throws {
+        var key = try CurveKeyPair.generate().publicKey
+        // Z85 keys never start with "#", but may hold it.
+        while !key.contains("#") { key = try CurveKeyPair.generate().publicKey }
+        let entries = try AllowListFile.parse("# comment\n\n\(key)  tv-app\toperator  # the TV\n", origin: "x")
+        #expect(entries == [.init(publicKey: key, name: "tv-app", role: .operator)])
+    }
+
+    private func waitFor(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+}

@@ -1,0 +1,192 @@
+import EarshotWire
+import Foundation
+import Testing
+
+@testable import EarshotTransport
+
+/// A CURVE server with one method per role, and clients of every kind, over loopback.
+final class SecureServer: Sendable {
+    static let viewing = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckRequest>("/earshot.test.Roles/View")
+    static let operating = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckRequest>("/earshot.test.Roles/Operate")
+    static let administering = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckRequest>("/earshot.test.Roles/Administer")
+
+    let loop: TransportLoop
+    let server: RpcServer
+    let endpoint: String
+    let keyPair: CurveKeyPair
+    let allowList: ClientAllowList
+    let clientKeys: [ClientRole: CurveKeyPair]
+    /// The User-Id each call saw.
+    let userIDs = Recorder<String>()
+
+    init() throws {
+        keyPair = try CurveKeyPair.generate()
+        var keys: [ClientRole: CurveKeyPair] = [:]
+        for role in ClientRole.allCases { keys[role] = try CurveKeyPair.generate() }
+        clientKeys = keys
+        allowList = ClientAllowList(ClientRole.allCases.map { .init(publicKey: keys[$0]!.publicKey, name: "\($0.rawValue)-1", role: $0) })
+        var configuration = RpcServer.Configuration(endpoints: ["tcp://127.0.0.1:0"])
+        configuration.security = ServerSecurity(keyPair: keyPair, allowList: allowList)
+        loop = try TransportLoop()
+        server = try RpcServer(loop: loop, configuration: configuration)
+        endpoint = server.boundEndpoints[0]
+        let userIDs = self.userIDs
+        for (method, role) in [(Self.viewing, ClientRole.viewer), (Self.operating, .operator), (Self.administering, .admin)] {
+            server.register(method, role: role) { request, call in
+                userIDs.record(call.userID ?? "")
+                return request
+            }
+        }
+        loop.start()
+    }
+
+    deinit { loop.stop() }
+
+    func client(_ keys: CurveKeyPair?, serverKey: String? = nil) throws -> RpcClient {
+        try makeClient(endpoint) { configuration in
+            if let keys { configuration.security = ClientSecurity(serverPublicKey: serverKey ?? keyPair.publicKey, keyPair: keys) }
+        }
+    }
+}
+
+@Suite("CURVE and roles") struct SecurityTests {
+    @Test func eachRoleGetsItsMethodsAndNoMore() async throws {
+        let secure = try SecureServer()
+        let methods = [(SecureServer.viewing, ClientRole.viewer), (SecureServer.operating, .operator), (SecureServer.administering, .admin)]
+        for role in ClientRole.allCases {
+            let client = try secure.client(secure.clientKeys[role])
+            defer { client.close() }
+            for (method, needed) in methods {
+                do {
+                    let reply = try await client.call(method, Echo.request("hi"))
+                    #expect(role >= needed, "\(role) called \(method.path)")
+                    #expect(reply.service == "hi")
+                } catch {
+                    #expect(role < needed, "\(role) was refused \(method.path): \(error)")
+                    #expect(error.code == .permissionDenied)
+                    #expect(error.message.contains(needed.rawValue))
+                }
+            }
+        }
+        #expect(Set(secure.userIDs.all) == ["viewer-1:viewer", "operator-1:operator", "admin-1:admin"])
+        #expect(secure.server.statistics.denied == 3)
+    }
+
+    /// Every stranger is refused, and counted by the ZAP handler.
+    @Test func unknownKeysAreAllRefused() async throws {
+        let secure = try SecureServer()
+        let strangers = 20
+        try await withThrowingTaskGroup(of: RpcStatusCode?.self) { group in
+            for _ in 0..<strangers {
+                let client = try secure.client(try CurveKeyPair.generate())
+                group.addTask {
+                    defer { client.close() }
+                    do {
+                        _ = try await client.call(SecureServer.viewing, Echo.request("let me in"), timeout: .milliseconds(1500))
+                        return nil
+                    } catch { return (error as? RpcError)?.code }
+                }
+            }
+            for try await code in group { #expect(code == .deadlineExceeded) }
+        }
+        #expect(secure.allowList.rejections.count >= strangers)
+        #expect(secure.userIDs.all.isEmpty)
+    }
+
+    @Test func wrongServerKeyAndPlainClientsGetNothing() async throws {
+        let secure = try SecureServer()
+        let impostorServer = try CurveKeyPair.generate().publicKey
+        let wrongServer = try secure.client(secure.clientKeys[.admin], serverKey: impostorServer)
+        let plain = try secure.client(nil)
+        defer {
+            wrongServer.close()
+            plain.close()
+        }
+        for client in [wrongServer, plain] {
+            do {
+                _ = try await client.call(SecureServer.viewing, Echo.request("hi"), timeout: .milliseconds(1500))
+                Issue.record("a client without the right keys was answered")
+            } catch {
+                #expect(error.code == .deadlineExceeded)
+            }
+        }
+        #expect(secure.userIDs.all.isEmpty)
+    }
+
+    /// Edits apply without restarting: a new key gets in, a removed one is refused new
+    /// connections and, on its open connection, every later call.
+    @Test func allowListChangesApplyAtOnce() async throws {
+        let secure = try SecureServer()
+        let newcomer = try CurveKeyPair.generate()
+        let operatorKeys = secure.clientKeys[.operator]!
+        let open = try secure.client(operatorKeys)
+        defer { open.close() }
+        _ = try await open.call(SecureServer.operating, Echo.request("before"))
+
+        var entries = secure.allowList.entries.filter { $0.publicKey != operatorKeys.publicKey }
+        entries.append(.init(publicKey: newcomer.publicKey, name: "newcomer", role: .viewer))
+        secure.allowList.replace(with: entries)
+
+        let joined = try secure.client(newcomer)
+        defer { joined.close() }
+        #expect(try await joined.call(SecureServer.viewing, Echo.request("new")).service == "new")
+        do {
+            _ = try await open.call(SecureServer.viewing, Echo.request("after"))
+            Issue.record("a revoked key was served on its open connection")
+        } catch {
+            #expect(error.code == .unauthenticated)
+        }
+        let reconnecting = try secure.client(operatorKeys)
+        defer { reconnecting.close() }
+        do {
+            _ = try await reconnecting.call(SecureServer.viewing, Echo.request("again"), timeout: .milliseconds(1500))
+            Issue.record("a revoked key connected again")
+        } catch {
+            #expect(error.code == .deadlineExceeded)
+        }
+    }
+
+    @Test func eventsReachOnlyListedSubscribers() async throws {
+        let serverKeys = try CurveKeyPair.generate()
+        let listed = try CurveKeyPair.generate()
+        let allowList = ClientAllowList([.init(publicKey: listed.publicKey, name: "board", role: .viewer)])
+        let loop = try TransportLoop()
+        loop.start()
+        defer { loop.stop() }
+        let publisher = try EventPublisher(
+            loop: loop, endpoints: ["tcp://127.0.0.1:0"], epoch: 7, heartbeatInterval: .milliseconds(50),
+            security: ServerSecurity(keyPair: serverKeys, allowList: allowList))
+        let endpoint = publisher.boundEndpoints[0]
+        let member = try EventSubscriber(endpoint: endpoint, topics: [""],
+                                         security: ClientSecurity(serverPublicKey: serverKeys.publicKey, keyPair: listed))
+        let stranger = try EventSubscriber(endpoint: endpoint, topics: [""],
+                                           security: ClientSecurity(serverPublicKey: serverKeys.publicKey, keyPair: try .generate()))
+        let plain = try EventSubscriber(endpoint: endpoint, topics: [""])
+        defer {
+            member.close()
+            stranger.close()
+            plain.close()
+        }
+        let memberLog = EventLog(member), strangerLog = EventLog(stranger), plainLog = EventLog(plain)
+        #expect(await memberLog.waitForHeartbeat())
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(strangerLog.events.all.isEmpty)
+        #expect(plainLog.events.all.isEmpty)
+        #expect(allowList.rejections.count >= 1)
+    }
+
+    @Test func keysRoundTripThroughFiles() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pair = try CurveKeyPair.generate()
+        let secret = folder.appendingPathComponent("a.key").path
+        try CurveKeyFile.writeSecret(pair, to: secret, comment: "test")
+        #expect(try CurveKeyFile.readKeyPair(secret) == pair)
+        let mode = try FileManager.default.attributesOfItem(atPath: secret)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try CurveKeyFile.key(fromTextOrFile: pair.publicKey) == pair.publicKey)
+        #expect(throws: CurveKeyFile.Problem.self) { try CurveKeyFile.key(fromTextOrFile: "not a key") }
+        #expect(!CurveKeyPair.isValidKey(String(pair.publicKey.dropLast())))
+    }
+}
