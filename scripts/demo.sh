@@ -6,7 +6,7 @@
 #
 #   scripts/demo.sh          # runs the demo, then stops the daemon
 #   scripts/demo.sh --keep   # leaves the daemon running (Ctrl-C stops it); try
-#                            #   .build/release/earshot remote watch
+#                            #   earshot remote watch (the demo prints the key settings)
 # Writes only to a temporary folder; uses ports 7400 (RPC) and 7401 (events) on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,12 @@ sox -q episode2.wav fast.wav speed 1.04
 sox -q -n -r 44100 noise.wav synth "$(soxi -D fast.wav)" whitenoise vol 0.05
 sox -q -m fast.wav noise.wav tv.wav
 
+# CURVE is on by default: a key for this demo's client, allowed as an operator.
+echo
+echo "\$ earshot keygen -o demo-client   # then its line goes into the daemon's allow-list"
+"$bin/earshot" keygen -o demo-client | tail -1 | tee state/clients.allow
+export EARSHOT_CLIENT_KEY="$work/demo-client.key"
+
 echo
 echo "\$ earshotd --daemon.state_directory=… --audio.source=file --audio.file=tv.wav &"
 "$bin/earshotd" --daemon.state_directory="$work/state" --audio.source=file --audio.file="$work/tv.wav" \
@@ -60,6 +66,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 sed 's/^/  | /' earshotd.log
+export EARSHOT_SERVER_KEY="$work/state/server.public"   # the daemon made its key pair on first start
 sleep 4   # let it hear a few seconds of the programme (it prerecords from the start)
 
 echo; echo "\$ earshot remote match          # a LAN client asks: what is on, and where?"
@@ -70,7 +77,8 @@ echo; echo "\$ earshot remote stream --duration 5 --repeats   # results as the p
 "$bin/earshot" remote stream --duration 5 --repeats || true
 
 if [ "$keep" -eq 1 ]; then
-  echo; echo "demo: earshotd keeps running (pid $daemon_pid). In another terminal: $bin/earshot remote watch"
+  echo; echo "demo: earshotd keeps running (pid $daemon_pid). In another terminal:"
+  echo "  EARSHOT_SERVER_KEY=$EARSHOT_SERVER_KEY EARSHOT_CLIENT_KEY=$EARSHOT_CLIENT_KEY $bin/earshot remote watch"
   echo "demo: Ctrl-C stops it."
   wait "$daemon_pid"
 fi
