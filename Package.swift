@@ -96,3 +96,23 @@ let package = Package(
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotTestSupport"]),
     ]
 )
+
+// libFuzzer harnesses (fuzz/README.md). Declared only when EARSHOT_FUZZ is set — scripts/fuzz.sh
+// sets it and builds with -sanitize=fuzzer,address — so the normal build and tests never see them.
+if Context.environment["EARSHOT_FUZZ"] != nil {
+    let harnesses: [(name: String, dependencies: [Target.Dependency])] = [
+        ("fuzz-envelope", ["EarshotWire", "EarshotTransport", "EarshotCore",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+        ("fuzz-signature", ["EarshotCore"]),
+        ("fuzz-catalog", ["EarshotCore"]),
+        ("fuzz-csv", ["EarshotCore"]),
+        ("fuzz-config", ["EarshotService"]),
+    ]
+    package.targets.append(.target(
+        name: "FuzzSupport", path: "fuzz/Sources/FuzzSupport", swiftSettings: [.enableExperimentalFeature("Extern")]))
+    for harness in harnesses {
+        package.targets.append(.executableTarget(
+            name: harness.name, dependencies: harness.dependencies + ["FuzzSupport"], path: "fuzz/Sources/\(harness.name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+    }
+}

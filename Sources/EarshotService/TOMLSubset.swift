@@ -76,6 +76,10 @@ public enum TOMLSubset {
         let bytes: [UInt8]
         let line: Int
         var at = 0
+        /// Arrays open around the current position. Parsing recurses per level, so the depth is
+        /// bounded: a line of '[' would otherwise overflow the stack.
+        var depth = 0
+        static let maximumDepth = 16
 
         init(_ bytes: [UInt8], line: Int) {
             self.bytes = bytes
@@ -149,6 +153,9 @@ public enum TOMLSubset {
         }
 
         mutating func array() throws(ParseError) -> [Value] {
+            guard depth < Self.maximumDepth else { throw fail("arrays nested more than \(Self.maximumDepth) deep") }
+            depth += 1
+            defer { depth -= 1 }
             at += 1
             var items: [Value] = []
             while true {
