@@ -14,6 +14,7 @@ import Synchronization
 struct DaemonReport {
     var sequential: [Double] = []
     var sequentialWrong = 0
+    var curveSequential: [Double] = []
     var concurrent: [Double] = []
     var concurrentErrors = 0
     var concurrentClients = 0
@@ -50,7 +51,7 @@ enum DaemonBenchmark {
         // 1. Idle daemon prerecording: CPU and memory (follow off: nobody asks, nothing matches).
         do {
             let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
-                                           settings: ["--session.follow=false"])
+                                           settings: ["--session.follow=false", "--security.mode=none"])
             defer { daemon.stop() }
             Thread.sleep(forTimeInterval: 5)
             let cpu0 = daemon.cpuSeconds(), t0 = Clock.now()
@@ -112,10 +113,33 @@ enum DaemonBenchmark {
                        Stats.percentile(r.concurrent, 50) ?? -1, Stats.percentile(r.concurrent, 99) ?? -1))
         }
 
-        // 4. Events: match latency, then 10 000 events/s to 10 subscribers next to a stalled one.
+        // 4. The same sequential Match calls with CURVE (the default): what encryption and
+        // authentication add.
+        do {
+            let keys = try CurveKeyPair.generate()
+            try "\(keys.publicKey) bench operator\n".write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme, settings: ["--session.follow=false"])
+            defer { daemon.stop() }
+            let serverKey = try String(contentsOfFile: "\(state)/server.public", encoding: .utf8)
+                .split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init) ?? ""
+            var configuration = RpcClient.Configuration()
+            configuration.security = ClientSecurity(serverPublicKey: serverKey, keyPair: keys)
+            let client = try RpcClient(endpoint: daemon.rpc, configuration: configuration)
+            defer { client.close() }
+            Thread.sleep(forTimeInterval: 5)
+            for _ in 0..<(options.quick ? 100 : 300) {
+                let t = Clock.now()
+                _ = try blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
+                r.curveSequential.append((Clock.now() - t) * 1000)
+            }
+            say(String(format: "Match round trip with CURVE: p50 %.2f ms, p99 %.2f ms", Stats.percentile(r.curveSequential, 50)!,
+                       Stats.percentile(r.curveSequential, 99)!))
+        }
+
+        // 5. Events: match latency, then 10 000 events/s to 10 subscribers next to a stalled one.
         r.loadRate = 10_000
         let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
-                                       settings: ["--events.load_test_rate=\(r.loadRate)"])
+                                       settings: ["--events.load_test_rate=\(r.loadRate)", "--security.mode=none"])
         defer { daemon.stop() }
         do {
             let sub = try EventSubscriber(endpoint: daemon.events, topics: [Topics.match], bufferLimit: 1000)
@@ -274,10 +298,14 @@ extension Report {
         var s = "## Daemon: RPC and events over ZeroMQ on loopback\n\n" + runLine(env) + "\n\n"
         s += "`earshotd` (release) as a child process with the corpus catalog (\(Fmt.f(r.catalogMB)) MB) and a corpus file played in real "
             + "time as the programme; clients are `RpcClient`/`EventSubscriber` in the benchmark process (same 2 cores). "
-            + "Match requests find the session prepared (≥ 3 s heard).\n\n"
+            + "Match requests find the session prepared (≥ 3 s heard). Runs use `security.mode = none` except the CURVE row.\n\n"
         s += "| measure | result | target | |\n|---|---|---|---|\n"
         let p50 = Stats.percentile(r.sequential, 50) ?? .infinity, p99 = Stats.percentile(r.sequential, 99) ?? .infinity
         s += "| `Match` round trip, one client (\(r.sequential.count) calls) | p50 \(ms(r.sequential, 50)) ms, p99 \(ms(r.sequential, 99)) ms; wrong item \(r.sequentialWrong) | p50 ≤ 20 ms, p99 ≤ 50 ms | \(Fmt.passFail(p50 <= 20 && p99 <= 50)) |\n"
+        if !r.curveSequential.isEmpty {
+            let added = (Stats.percentile(r.curveSequential, 99) ?? .infinity) - p99
+            s += "| `Match` round trip with CURVE (the default; \(r.curveSequential.count) calls) | p50 \(ms(r.curveSequential, 50)) ms, p99 \(ms(r.curveSequential, 99)) ms: CURVE adds \(Fmt.f(added, 2)) ms to p99 | ≤ 5 ms added | \(Fmt.passFail(added <= 5)) |\n"
+        }
         let c99 = Stats.percentile(r.concurrent, 99) ?? .infinity
         s += "| \(r.concurrentClients) concurrent clients (100 connections on one client I/O thread) × 10 `Match` | \(r.concurrentErrors) errors; p50 \(ms(r.concurrent, 50)) ms, p99 \(ms(r.concurrent, 99)) ms | no errors, p99 ≤ 100 ms | \(Fmt.passFail(r.concurrentErrors == 0 && c99 <= 100)) |\n"
         let e99 = Stats.percentile(r.matchEventLatency, 99) ?? .infinity
