@@ -17,17 +17,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-source "$repo/scripts/lib/synth-music.sh"
-echo "demo: synthesising three songs with sox…"
-synth_piece intro 11 90 44100; synth_piece episode1 22 90 44100; synth_piece episode2 33 90 44100
-
-cat > items.csv <<'CSV'
-file,id,title,artist,timeRanges,custom.question
-intro.wav,intro,Show Intro,Earshot Demo,,
-episode1.wav,ep1,Episode 1,Earshot Demo,,
-episode2.wav,ep2,Episode 2,Earshot Demo,,
-episode2.wav,ep2-quiz,Quiz question,Earshot Demo,5-15,"{""text"": ""What is 6 × 7?"", ""answer"": 42}"
-CSV
+source "$repo/scripts/lib/demo-episodes.sh"
+demo_episodes
 
 echo; echo "\$ earshot catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv"
 "$earshot" catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv

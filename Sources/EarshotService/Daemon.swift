@@ -21,6 +21,8 @@ public final class Daemon: Sendable {
     private let sessionService: SessionService
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let stopped = Flag()
+    /// Delivered by `stop()` once everything is closed; `run()` waits for it.
+    private let finished = OneShot<Void>()
 
     /// Opens catalogs and binds the sockets; `run()` starts serving.
     public init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
@@ -192,7 +194,7 @@ public final class Daemon: Sendable {
         if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)
-        while !stopped.isSet { try? await Task.sleep(for: .milliseconds(50)) }
+        await finished.value()
     }
 
     /// Benchmarking only (`events.load_test_rate`): synthetic events at `rate` per second, in
@@ -224,7 +226,7 @@ public final class Daemon: Sendable {
     /// Graceful stop: health NOT_SERVING, new calls refused, in-flight calls get up to `grace`,
     /// then capture and sockets close.
     public func stop(grace: Duration = .seconds(2)) async {
-        guard !stopped.isSet else { return }
+        guard stopped.claim() else { return }
         logger.notice("stopping")
         health.set(.notServing)
         server.stopAccepting()
@@ -232,6 +234,6 @@ public final class Daemon: Sendable {
         for t in tasks.withLock({ $0 }) { t.cancel() }
         session.shutdown()
         loop.stop()
-        stopped.set()
+        finished.deliver(())
     }
 }

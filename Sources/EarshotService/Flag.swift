@@ -1,53 +1,8 @@
 import Synchronization
 
-/// A flag one task sets and others read.
+/// A flag set once: of several callers, exactly one wins.
 final class Flag: Sendable {
     private let value = Atomic<Bool>(false)
-    var isSet: Bool { value.load(ordering: .acquiring) }
-    func set() { value.store(true, ordering: .releasing) }
     /// Sets the flag; true for the one caller that set it first.
     func claim() -> Bool { value.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
-}
-
-/// A value delivered once, by whichever of several racers comes first, and awaited once.
-final class OneShot<T: Sendable>: Sendable {
-    private enum State {
-        case empty
-        case waiting(CheckedContinuation<T, Never>)
-        case delivered(T)
-        case finished
-    }
-    private let state = Mutex<State>(.empty)
-
-    /// Delivers `value` unless something was delivered already.
-    func deliver(_ value: T) {
-        let waiter = state.withLock { s -> CheckedContinuation<T, Never>? in
-            switch s {
-            case .empty:
-                s = .delivered(value)
-                return nil
-            case .waiting(let c):
-                s = .finished
-                return c
-            case .delivered, .finished:
-                return nil
-            }
-        }
-        waiter?.resume(returning: value)
-    }
-
-    /// The first delivered value (waits for it).
-    func value() async -> T {
-        await withCheckedContinuation { c in
-            let ready = state.withLock { s -> T? in
-                if case .delivered(let v) = s {
-                    s = .finished
-                    return v
-                }
-                s = .waiting(c)
-                return nil
-            }
-            if let ready { c.resume(returning: ready) }
-        }
-    }
 }

@@ -93,6 +93,15 @@ struct RemoteOptions: ParsableArguments {
         }
     }
 
+    /// One unary call on a fresh connection, its failure turned into the command's error.
+    func call<Req, Res>(_ method: RpcMethod<Req, Res>, _ request: Req) throws -> Res {
+        try runBlocking { () throws in
+            let client = try client()
+            defer { client.close() }
+            do throws(RpcError) { return try await client.call(method, request) } catch { throw failure(error) }
+        }
+    }
+
     /// Maps an RPC failure to one line naming the server and the status.
     /// A refused key looks like silence (ZeroMQ retries the handshake quietly), so a timeout
     /// says what to check.

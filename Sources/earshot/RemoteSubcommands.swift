@@ -12,14 +12,7 @@ struct RemotePrepareCommand: ParsableCommand {
     @OptionGroup var remote: RemoteOptions
 
     func run() throws {
-        let remote = self.remote
-        let reply = try runBlocking { () throws in
-            let client = try remote.client()
-            defer { client.close() }
-            do throws(RpcError) { return try await client.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest()) } catch {
-                throw remote.failure(error)
-            }
-        }
+        let reply = try remote.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest())
         print("state: \(RemoteFormat.state(reply.state))")
     }
 }
@@ -38,14 +31,7 @@ struct RemoteMatchCommand: ParsableCommand {
     @Flag(help: "Print the result as JSON (protobuf's JSON mapping of MatchResult).") var json = false
 
     func run() throws {
-        let remote = self.remote
-        let result = try runBlocking { () throws in
-            let client = try remote.client()
-            defer { client.close() }
-            do throws(RpcError) { return try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) } catch {
-                throw remote.failure(error)
-            }
-        }
+        let result = try remote.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
         if json { print(RemoteFormat.json(result)) } else { RemoteFormat.lines(result).forEach { print($0) } }
         if result.outcome == .error { throw CLIFailure("\(remote.server): \(result.error.name): \(result.error.message)", status: .remote) }
         if result.outcome != .match { throw ExitCode(ExitStatus.noMatch.rawValue) }
@@ -104,14 +90,7 @@ struct RemoteStateCommand: ParsableCommand {
     @Flag(help: "Print the SessionSnapshot as JSON.") var json = false
 
     func run() throws {
-        let remote = self.remote
-        let snapshot = try runBlocking { () throws in
-            let client = try remote.client()
-            defer { client.close() }
-            do throws(RpcError) { return try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
-                throw remote.failure(error)
-            }
-        }
+        let snapshot = try remote.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
         if json { print(RemoteFormat.json(snapshot)) } else { RemoteFormat.snapshot(snapshot).forEach { print($0) } }
     }
 }
