@@ -50,7 +50,7 @@ let package = Package(
         // thread owning the sockets, the EARSHOT/1 call rules. See docs/PROTOCOL.md.
         .target(
             name: "EarshotTransport",
-            dependencies: ["CZMQ", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["CZMQ", "EarshotCore", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
         // The daemon's parts: configuration, catalog store, RPC services, events.

@@ -46,8 +46,8 @@ public enum AllowListFile {
                 # Edits take effect within a second (or on SIGHUP); removed keys are cut off.
 
                 """
-            do { try header.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-                throw .internalError("\(path): cannot create the allow-list: \(error.localizedDescription)")
+            do throws(EarshotError) { try AtomicFile.write(Array(header.utf8), to: path, mode: 0o644) } catch {
+                throw .internalError("\(path): cannot create the allow-list: \(error.message)")
             }
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

@@ -28,6 +28,13 @@ public final class Daemon: Sendable {
     public init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
         self.configuration = configuration
         self.logger = logger
+        // A daemon or CLI killed in the middle of an atomic write leaves its temporary file.
+        let state = configuration.stateDirectory
+        for folder in [state, (state as NSString).appendingPathComponent("catalogs")] {
+            for name in AtomicFile.removeStaleTemporaries(in: folder) {
+                logger.notice("removed \(name) in \(folder), left by an interrupted write")
+            }
+        }
         store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"))
         for failure in store.failures {
             logger.error("catalog \(failure.name) left out: \(failure.reason)")

@@ -1,3 +1,4 @@
+import EarshotCore
 import Foundation
 
 /// Key files: a secret key file holds the Z85 secret key on its one non-comment line (the public
@@ -51,26 +52,8 @@ public enum CurveKeyFile {
     }
 
     static func write(_ text: String, to path: String, mode: mode_t) throws(Problem) {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw Problem(message: "\(temporary): cannot create (\(String(cString: strerror(errno))))") }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced else {
-            unlink(temporary)
-            throw Problem(message: "\(temporary): cannot write (\(String(cString: strerror(errno))))")
-        }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw Problem(message: "\(path): cannot rename into place (\(String(cString: strerror(errno))))")
-        }
-        // The folder entry too, so the rename survives a power cut.
-        let folder = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
+        do { try AtomicFile.write(Array(text.utf8), to: path, mode: mode, forceMode: true) } catch {
+            throw Problem(message: error.message)
         }
     }
 }

@@ -143,6 +143,30 @@ struct CatalogFormatTests {
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
     }
 
+    @Test func atomicWriteCanForceASecretsMode() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perm-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try AtomicFile.write([1], to: path, mode: 0o644)
+        try AtomicFile.write([2], to: path, mode: 0o600, forceMode: true)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+    }
+
+    @Test func staleTemporariesOfDeadWritersAreRemoved() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stale-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let finished = Process()
+        finished.executableURL = URL(fileURLWithPath: "/bin/true")
+        try finished.run()
+        finished.waitUntilExit()
+        let dead = finished.processIdentifier
+        let names = [".a.earcat.tmp-\(dead)-17", ".b.key.tmp-\(getpid())-18", "c.tmp-\(dead)-19", ".d.tmp-x-1", "e.earcat"]
+        for name in names { _ = FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: Data([1])) }
+        #expect(AtomicFile.removeStaleTemporaries(in: folder.path) == [".a.earcat.tmp-\(dead)-17"])
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(left == Array(names.dropFirst()).sorted(), "a live writer's file and other names stay")
+    }
+
     @Test func rejectsForeignAndOtherVersions() throws {
         #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
             try MappedCatalog(bytes: Array("just some text that is long enough to hold a header, honestly it is".utf8) + [UInt8](repeating: 32, count: 64))
@@ -171,7 +195,7 @@ struct CatalogFormatTests {
             }
         }
         let empty = dir + "/empty-\(UUID()).earcat"
-        FileManager.default.createFile(atPath: empty, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
         defer { try? FileManager.default.removeItem(atPath: empty) }
         #expect(throws: EarshotError.catalogInvalid("\(empty): file is empty")) { try MappedCatalog(contentsOf: empty) }
     }

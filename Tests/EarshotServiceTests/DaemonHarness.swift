@@ -62,38 +62,44 @@ final class DaemonHarness: @unchecked Sendable {
         clientKeys = keys
         try ("# test clients\n" + Self.allowList(ClientRole.allCases.map { (keys[$0]!, $0.rawValue, $0) }))
             .write(to: directory.appendingPathComponent("state/clients.allow"), atomically: true, encoding: .utf8)
-        try start(settings: settings)
+        let fixture = DaemonFixture.shared
+        try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
+        try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: directory.appendingPathComponent("tv.wav"))
+        try launch(settings: settings)
+        try waitUntilListening(settings: settings)
     }
 
-    /// Starts a daemon again on the state of a stopped one (`directory` is not removed twice:
-    /// the first harness owns it).
-    init(reusing folder: URL, settings: [String] = []) throws {
+    /// Starts a daemon again on the state of a stopped (or killed) one, as it was left: nothing
+    /// is rewritten. `directory` is not removed twice: the first harness owns it. With
+    /// `waitUntilListening: false` it returns as soon as the process runs.
+    init(reusing folder: URL, clientKeys: [ClientRole: CurveKeyPair] = [:], settings: [String] = [],
+         waitUntilListening: Bool = true) throws {
         directory = folder
-        clientKeys = [:]
+        self.clientKeys = clientKeys
         ownsDirectory = false
-        try start(settings: settings)
+        try launch(settings: settings)
+        if waitUntilListening { try self.waitUntilListening(settings: settings) }
     }
 
     private var ownsDirectory = true
 
-    private func start(settings: [String]) throws {
-        let fixture = DaemonFixture.shared
-        try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
-        let programme = directory.appendingPathComponent("tv.wav")
-        try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: programme)
+    private func launch(settings: [String]) throws {
         logURL = directory.appendingPathComponent("earshotd.log")
         FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         process.executableURL = URL(fileURLWithPath: try Self.executable())
         process.arguments = [
             "--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
-            "--audio.source=file", "--audio.file=\(programme.path)", "--audio.loop=true",
+            "--audio.source=file", "--audio.file=\(directory.appendingPathComponent("tv.wav").path)", "--audio.loop=true",
             "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug",
         ] + settings
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
+    }
+
+    private func waitUntilListening(settings: [String]) throws {
         // The daemon logs the endpoints it bound (port 0 → a free port).
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
@@ -131,6 +137,13 @@ final class DaemonHarness: @unchecked Sendable {
             return nil
         }
         return process.terminationStatus
+    }
+
+    /// SIGKILL: the daemon gets no chance to clean up, as in a crash or a power cut.
+    func kill9() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     deinit {

@@ -7,15 +7,16 @@ import Darwin
 /// Writes files so that a crash at any point leaves either the old file or the complete new one:
 /// write a temporary file beside the target, fsync it, rename it over the target, fsync the folder.
 public enum AtomicFile {
-    /// `mode` applies to a new file; a replaced file keeps its permissions.
+    /// `mode` applies to a new file; a replaced file keeps its permissions unless `forceMode`
+    /// (a secret key must never inherit a looser mode from the file it replaces).
     /// The corresponding C functions are `open`, `write`, `fsync` and `rename`.
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(EarshotError) {
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, forceMode: Bool = false) throws(EarshotError) {
         var existing = stat()
-        let permissions = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : mode
+        let permissions = !forceMode && stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : mode
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = "\(directory)/.\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temporary = "\(directory)/.\(name)\(temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw .internalError("cannot write \(path): \(describeErrno(errno))") }
         _ = fchmod(fd, permissions)  // not narrowed by the umask
@@ -55,6 +56,30 @@ public enum AtomicFile {
             _ = fsync(dfd)
             close(dfd)
         }
+    }
+
+    /// What sits between a target's name and the writer's pid in a temporary file's name.
+    static let temporaryMarker = ".tmp-"
+
+    /// Removes temporary files left in `directory` by writers that were killed before their
+    /// rename (`.<name>.tmp-<pid>-<n>` whose pid is gone); returns their names. A live writer's
+    /// file is left alone.
+    @discardableResult
+    public static func removeStaleTemporaries(in directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var removed: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard name.hasPrefix("."), let marker = name.ranges(of: temporaryMarker).last else { continue }
+            let rest = name[marker.upperBound...].split(separator: "-")
+            guard rest.count == 2, let pid = pid_t(rest[0]), UInt32(rest[1]) != nil, pid > 0 else { continue }
+            if kill(pid, 0) == 0 || errno == EPERM { continue }  // its writer is still running
+            if unlink("\(directory)/\(name)") == 0 { removed.append(name) }
+        }
+        return removed
     }
 
     /// Reads a whole file. Throws `internalError` with the path and the system's reason.
