@@ -127,6 +127,7 @@ public final class Daemon: Sendable {
             let events = publisher.statistics
             all["events_published"] = UInt64(events.published)
             all["events_dropped"] = UInt64(events.dropped)
+            all["events_subscriber_resets"] = UInt64(events.resets)
             return all
         }
         RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)

@@ -52,7 +52,7 @@ final class DaemonSecurity: Sendable {
             let before = Set(security.allowList.entries.map(\.publicKey))
             security.allowList.replace(with: entries)
             let removed = before.subtracting(entries.map(\.publicKey)).count
-            logger.notice("allow-list re-read (\(reason)): \(entries.count) client(s)\(removed > 0 ? ", \(removed) removed" : "")")
+            logger.notice("allow-list re-read (\(reason)): \(entries.count) client(s)\(removed > 0 ? ", \(removed) removed (cut off; event subscribers reconnect)" : "")")
         } catch {
             logger.error("allow-list not re-read (\(reason)), keeping the previous one: \(error.message)")
         }

@@ -3,7 +3,8 @@ import Synchronization
 /// The clients a CURVE server admits: public key → name and role. Replaceable at any time (the
 /// daemon re-reads its file); the ZAP handler consults it at every handshake and the RPC server
 /// at every call, so a revoked key is refused new connections and its open ones get
-/// UNAUTHENTICATED from the next call on.
+/// UNAUTHENTICATED from the next call on. Publishers watch it for removals (`onRemoval`): PUB
+/// cannot ask who is subscribed, so they make every subscriber connect and handshake again.
 public final class ClientAllowList: Sendable {
     public struct Entry: Sendable, Equatable {
         public var publicKey: String
@@ -32,17 +33,31 @@ public final class ClientAllowList: Sendable {
     public let domain: String
     private let byKey = Mutex<[String: Entry]>([:])
     private let refused = Mutex(Rejections())
+    private let removalObservers = Mutex<[@Sendable () -> Void]>([])
 
     public init(_ entries: [Entry] = []) {
         domain = "earshot." + String(UInt64.random(in: 1...UInt64.max), radix: 16)
         replace(with: entries)
     }
 
-    /// Swaps in a new list; later handshakes and calls see it.
+    /// Swaps in a new list; later handshakes and calls see it. When keys were removed, the
+    /// `onRemoval` observers run (on this thread, after the swap).
     public func replace(with entries: [Entry]) {
         var table: [String: Entry] = [:]
         for entry in entries { table[entry.publicKey] = entry }
-        byKey.withLock { $0 = table }
+        let removedAny = byKey.withLock { current -> Bool in
+            defer { current = table }
+            return current.keys.contains { table[$0] == nil }
+        }
+        if removedAny {
+            for observer in removalObservers.withLock({ $0 }) { observer() }
+        }
+    }
+
+    /// Runs `observer` whenever `replace` removes at least one key (for the life of the list;
+    /// observers should hold what they act on weakly).
+    func onRemoval(_ observer: @escaping @Sendable () -> Void) {
+        removalObservers.withLock { $0.append(observer) }
     }
 
     public var entries: [Entry] { byKey.withLock { Array($0.values) } }

@@ -18,16 +18,20 @@ public final class EventPublisher: Sendable {
         loop: TransportLoop, endpoints: [String], epoch: UInt64, heartbeatInterval: Duration = .seconds(1),
         sendHighWaterMark: Int32 = 10_000, security: ServerSecurity? = nil
     ) throws(TransportError) {
-        let socket = try ZMQSocket(.pub)
-        try socket.set(.linger, 0)
-        try socket.set(.sendHighWaterMark, sendHighWaterMark)
-        // Only subscriptions come in; a peer sending anything big is not a subscriber.
-        try socket.set(.maximumMessageSize, 4096)
-        try socket.set(.heartbeatInterval, 2000)
-        try socket.set(.heartbeatTimeout, 6000)
-        try socket.set(.heartbeatTTL, 6000)
-        // Every listed role may subscribe, so the allow-list alone decides.
-        try security?.apply(to: socket)
+        let makeSocket = { @Sendable () throws(TransportError) -> ZMQSocket in
+            let socket = try ZMQSocket(.pub)
+            try socket.set(.linger, 0)
+            try socket.set(.sendHighWaterMark, sendHighWaterMark)
+            // Only subscriptions come in; a peer sending anything big is not a subscriber.
+            try socket.set(.maximumMessageSize, 4096)
+            try socket.set(.heartbeatInterval, 2000)
+            try socket.set(.heartbeatTimeout, 6000)
+            try socket.set(.heartbeatTTL, 6000)
+            // Every listed role may subscribe, so the allow-list alone decides.
+            try security?.apply(to: socket)
+            return socket
+        }
+        let socket = try makeSocket()
         var bound: [String] = []
         for endpoint in endpoints {
             try socket.bind(endpoint)
@@ -37,8 +41,11 @@ public final class EventPublisher: Sendable {
         self.loop = loop
         core = PublisherCore(
             epoch: epoch, heartbeatInterval: heartbeatInterval, outboxLimit: Int(max(1, sendHighWaterMark)),
-            socket: socket, loop: loop.core)
+            socket: socket, endpoints: bound, makeSocket: makeSocket, loop: loop.core)
         loop.core.attach(core)
+        // A removed key must lose its subscription too; the core is held weakly, the list may
+        // outlive this publisher.
+        security?.allowList.onRemoval { [weak core] in core?.resetSubscribers() }
     }
 
     deinit {
@@ -59,4 +66,11 @@ public final class EventPublisher: Sendable {
     public var heads: [String: UInt64] { core.heads }
 
     public var statistics: EventPublisherStatistics { core.statistics }
+
+    /// Ends every subscriber's connection; each reconnects through a new handshake. The daemon
+    /// needs this when a key leaves the allow-list (it happens by itself then). Events published
+    /// until a subscriber is back are lost to it, which it sees as a gap in seq.
+    public func resetSubscribers() {
+        core.resetSubscribers()
+    }
 }

@@ -7,6 +7,12 @@ public struct EventPublisherStatistics: Sendable, Equatable {
     /// slow subscriber at its high-water mark is not visible here: it shows as gaps to that
     /// subscriber only.)
     public var dropped = 0
+    /// Times every subscriber was disconnected to make them handshake again (`resetSubscribers`,
+    /// or a key removed from the allow-list).
+    public var resets = 0
+    /// Attempts to bind the new socket after a reset that found the port still taken (retried
+    /// every 20 ms).
+    public var rebindFailures = 0
 
     public init() {}
 }

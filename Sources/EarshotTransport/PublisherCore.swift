@@ -16,19 +16,30 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     let epoch: UInt64
     let heartbeatInterval: Duration
     let outboxLimit: Int
-    let socket: ZMQSocket
+    /// The endpoints as bound (real ports), for binding a new socket in the old one's place.
+    let endpoints: [String]
+    /// A configured, unbound PUB socket.
+    let makeSocket: @Sendable () throws(TransportError) -> ZMQSocket
     let loop: LoopCore
     private let state = Mutex(State())
 
     // Loop thread only.
+    /// Nil from a reset until the new socket is bound.
+    private var socket: ZMQSocket?
+    /// When to try binding the new socket (a closed listener frees its port asynchronously).
+    private var rebindAt: ContinuousClock.Instant?
     private var nextHeartbeat: ContinuousClock.Instant
     private var isDetached = false
+    static let rebindRetry: Duration = .milliseconds(20)
 
-    init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, socket: ZMQSocket, loop: LoopCore) {
+    init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, socket: ZMQSocket, endpoints: [String],
+         makeSocket: @escaping @Sendable () throws(TransportError) -> ZMQSocket, loop: LoopCore) {
         self.epoch = epoch
         self.heartbeatInterval = heartbeatInterval
         self.outboxLimit = outboxLimit
         self.socket = socket
+        self.endpoints = endpoints
+        self.makeSocket = makeSocket
         self.loop = loop
         nextHeartbeat = .now + heartbeatInterval
     }
@@ -74,10 +85,13 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     func socketReadable(now: ContinuousClock.Instant) {}
 
     func nextWakeup() -> ContinuousClock.Instant? {
-        isDetached ? nil : nextHeartbeat
+        guard !isDetached else { return nil }
+        return rebindAt.map { min($0, nextHeartbeat) } ?? nextHeartbeat
     }
 
     func timerFired(now: ContinuousClock.Instant) {
+        if let at = rebindAt, at <= now { rebind(now: now) }
+        guard nextHeartbeat <= now else { return }
         nextHeartbeat += heartbeatInterval
         // After a stall, one heartbeat now and the next a full interval later, not a burst.
         if nextHeartbeat <= now { nextHeartbeat = now + heartbeatInterval }
@@ -89,7 +103,40 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
 
     func detached() {
         isDetached = true
-        socket.close()
+        socket?.close()
+        socket = nil
+    }
+
+    /// Closes the socket, which ends every subscriber's connection, and binds a new one on the
+    /// same endpoints; subscribers reconnect by themselves through a new CURVE handshake. It is
+    /// how a revoked key loses its subscription: libzmq cannot drop one PUB peer.
+    func resetSubscribers() {
+        loop.enqueue { [self] in
+            guard !isDetached else { return }
+            socket?.close()
+            socket = nil
+            rebindAt = .now
+            state.withLock { $0.statistics.resets += 1 }
+        }
+    }
+
+    /// Binds a new socket on every endpoint, or tries again shortly (the old listener closes in
+    /// libzmq's I/O thread, so its port may still be taken for a moment).
+    private func rebind(now: ContinuousClock.Instant) {
+        do throws(TransportError) {
+            let fresh = try makeSocket()
+            for endpoint in endpoints {
+                do throws(TransportError) { try fresh.bind(endpoint) } catch {
+                    fresh.close()
+                    throw error
+                }
+            }
+            socket = fresh
+            rebindAt = nil
+        } catch {
+            rebindAt = now + Self.rebindRetry
+            state.withLock { $0.statistics.rebindFailures += 1 }
+        }
     }
 
     /// Sends everything queued. PUB never blocks and never says EAGAIN: at a subscriber's
@@ -100,6 +147,11 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
             return state.outbox
         }
         guard !batch.isEmpty, !isDetached else { return }
+        guard let socket else {
+            // Between a reset and the new socket nobody is connected to receive them.
+            state.withLock { $0.statistics.dropped += batch.count }
+            return
+        }
         var sent = 0
         for (topic, envelope) in batch where socket.send([topic, envelope]) == .sent {
             sent += 1

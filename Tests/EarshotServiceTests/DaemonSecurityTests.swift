@@ -3,6 +3,7 @@ import EarshotService
 import EarshotTransport
 import EarshotWire
 import Foundation
+import Synchronization
 import Testing
 
 /// earshotd as shipped (CURVE on) over loopback: keys, roles, allow-list edits, plain mode.
@@ -56,7 +57,10 @@ struct DaemonSecurityTests {
         }
 
         // An edit is picked up without a restart: a newcomer gets in; the removed operator is
-        // refused on its open connection and cannot connect again.
+        // refused on its open connection, loses its open event subscription and cannot connect
+        // again, while the viewer's subscription comes back by itself.
+        let operatorBeats = try HeartbeatCounter(daemon, .operator), viewerBeats = try HeartbeatCounter(daemon, .viewer)
+        #expect(await waitFor { operatorBeats.count > 0 && viewerBeats.count > 0 })
         let newcomer = try CurveKeyPair.generate()
         let keys = daemon.clientKeys
         try DaemonHarness.allowList([(keys[.viewer]!, "viewer", .viewer), (keys[.admin]!, "admin", .admin), (newcomer, "newcomer", .operator)])
@@ -71,6 +75,10 @@ struct DaemonSecurityTests {
         }
         #expect(admitted, "the newcomer was not admitted within 30 s of the edit")
         await expectCode(.unauthenticated) { () throws(RpcError) in _ = try await operatorClient.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) }
+        try await Task.sleep(for: .seconds(1))  // heartbeats already on their way may still land
+        let (operatorHeard, viewerHeard) = (operatorBeats.count, viewerBeats.count)
+        #expect(await waitFor { viewerBeats.count >= viewerHeard + 2 }, "the viewer's subscription did not come back")
+        #expect(operatorBeats.count == operatorHeard, "the revoked operator still receives events")
         let again = try daemon.client(.operator)
         defer { again.close() }
         await expectCode(.deadlineExceeded) { () throws(RpcError) in try await again.ping(timeout: .milliseconds(1500)) }
@@ -124,6 +132,28 @@ struct DaemonSecurityTests {
         while !key.contains("#") { key = try CurveKeyPair.generate().publicKey }
         let entries = try AllowListFile.parse("# comment\n\n\(key)  tv-app\toperator  # the TV\n", origin: "x")
         #expect(entries == [.init(publicKey: key, name: "tv-app", role: .operator)])
+    }
+
+    /// Counts the heartbeats one client's subscription receives.
+    private final class HeartbeatCounter: Sendable {
+        private let subscriber: EventSubscriber
+        private let task: Task<Void, Never>
+        private final class Tally: Sendable { let value = Atomic<Int>(0) }
+        private let received = Tally()
+        var count: Int { received.value.load(ordering: .relaxed) }
+
+        init(_ daemon: DaemonHarness, _ role: ClientRole) throws {
+            subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.heartbeat], security: daemon.security(role))
+            let subscriber = self.subscriber
+            task = Task.detached { [received] in
+                for await _ in subscriber.events { received.value.add(1, ordering: .relaxed) }
+            }
+        }
+
+        deinit {
+            task.cancel()
+            subscriber.close()
+        }
     }
 
     private func waitFor(_ condition: () -> Bool) async -> Bool {

@@ -175,6 +175,43 @@ final class SecureServer: Sendable {
         #expect(allowList.rejections.count >= 1)
     }
 
+    /// A key removed from the allow-list loses its open subscription; the listed subscriber
+    /// reconnects by itself and hears the publisher again.
+    @Test func revokedSubscriberIsCutOff() async throws {
+        let serverKeys = try CurveKeyPair.generate()
+        let kept = try CurveKeyPair.generate(), revoked = try CurveKeyPair.generate()
+        let allowList = ClientAllowList([.init(publicKey: kept.publicKey, name: "kitchen", role: .viewer),
+                                         .init(publicKey: revoked.publicKey, name: "old-tablet", role: .viewer)])
+        let loop = try TransportLoop()
+        loop.start()
+        defer { loop.stop() }
+        let publisher = try EventPublisher(
+            loop: loop, endpoints: ["tcp://127.0.0.1:0"], epoch: 9, heartbeatInterval: .milliseconds(50),
+            security: ServerSecurity(keyPair: serverKeys, allowList: allowList))
+        let endpoint = publisher.boundEndpoints[0]
+        func subscriber(_ keys: CurveKeyPair) throws -> EventSubscriber {
+            try EventSubscriber(endpoint: endpoint, topics: [""], security: ClientSecurity(serverPublicKey: serverKeys.publicKey, keyPair: keys))
+        }
+        let keptSubscriber = try subscriber(kept), revokedSubscriber = try subscriber(revoked)
+        defer {
+            keptSubscriber.close()
+            revokedSubscriber.close()
+        }
+        let keptLog = EventLog(keptSubscriber), revokedLog = EventLog(revokedSubscriber)
+        #expect(await keptLog.waitForHeartbeat())
+        #expect(await revokedLog.waitForHeartbeat())
+
+        allowList.replace(with: allowList.entries.filter { $0.publicKey != revoked.publicKey })
+        // Whatever was already on its way may still arrive; after that, nothing.
+        try await Task.sleep(for: .milliseconds(500))
+        let revokedHeard = revokedLog.events.all.count, keptHeard = keptLog.events.all.count
+        try await Task.sleep(for: .seconds(1))
+        #expect(revokedLog.events.all.count == revokedHeard, "the revoked key still receives events")
+        #expect(keptLog.events.all.count > keptHeard + 5, "the listed subscriber did not come back")
+        #expect(publisher.statistics.resets == 1)
+        #expect(allowList.rejections.count >= 1, "the revoked key tried again and was refused")
+    }
+
     @Test func keysRoundTripThroughFiles() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-keys-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
