@@ -123,6 +123,7 @@ extension ManagedSession {
         // MARK: Effects
 
         private func perform(_ effects: [ManagedSessionMachine.Effect]) {
+            var endResults = false
             for effect in effects {
                 switch effect {
                 case .startCapture:
@@ -155,9 +156,15 @@ extension ManagedSession {
                         for o in resultObservers.values { o.yield(delivered) }
                     }
                 case .finishResults:
-                    for o in resultObservers.values { o.finish() }
-                    resultObservers.removeAll()
+                    endResults = true
                 }
+            }
+            // After the batch (a cancel also stops capture), and with the status published first:
+            // whoever sees the results end reads the session as it now is.
+            if endResults {
+                if let channel { publishStatus(channel) }
+                for o in resultObservers.values { o.finish() }
+                resultObservers.removeAll()
             }
         }
 

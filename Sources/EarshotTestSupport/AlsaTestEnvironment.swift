@@ -31,6 +31,8 @@ public enum AlsaTestEnvironment {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("EarshotAlsaTests-\(getpid())", isDirectory: true)
         try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // One per test process, removed as it exits.
+        atexit { try? FileManager.default.removeItem(atPath: (AlsaTestEnvironment.configurationPath as NSString).deletingLastPathComponent) }
         let path = directory.appendingPathComponent("asoundrc").path
         try! configuration.write(toFile: path, atomically: true, encoding: .utf8)
         setenv("ALSA_CONFIG_PATH", path, 1)

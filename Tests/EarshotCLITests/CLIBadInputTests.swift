@@ -5,7 +5,7 @@ import Testing
 /// Files every bad-input test starts from, made once: a reference recording, its signature,
 /// a catalog of it and a valid media-items CSV.
 private let badInputFixture = Result { () throws -> Workspace in
-    let ws = try Workspace()
+    let ws = try Workspace(removedAtExit: true)
     try AudioFixtures.writeWAV("ref.wav", seed: 31, duration: 20, in: ws)
     let signature = try ws.earshot("signature", "ref.wav", "-o", "ref.earsig")
     guard signature.status == 0 else { throw FixtureFailure(step: "signature", run: signature) }

@@ -1,5 +1,6 @@
 import EarshotCore
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs the built `earshot` executable as a subprocess.
@@ -104,13 +105,25 @@ enum CLIHarness {
     }
 }
 
-/// A temporary folder for one test; removed when the test drops it.
+/// A temporary folder for one test; removed when the test drops it. A fixture kept for the whole
+/// run (a global) is never dropped, so it is removed when the test process exits.
 final class Workspace: Sendable {
     let url: URL
 
-    init() throws {
+    init(removedAtExit: Bool = false) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        if removedAtExit { Self.removeAtExit(url.path) }
+    }
+
+    private static let atExit = Mutex<[String]>([])
+    private static let cleanupRegistered: Void = {
+        atexit { for path in Workspace.atExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
+    }()
+
+    private static func removeAtExit(_ path: String) {
+        _ = cleanupRegistered
+        atExit.withLock { $0.append(path) }
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
