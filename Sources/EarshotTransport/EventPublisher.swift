@@ -27,6 +27,9 @@ public final class EventPublisher: Sendable {
             try socket.set(.heartbeatInterval, 2000)
             try socket.set(.heartbeatTimeout, 6000)
             try socket.set(.heartbeatTTL, 6000)
+            // A connection that has not finished its handshake in 5 s is a scanner or broken:
+            // don't let such connections pile up for libzmq's default 30 s.
+            try socket.set(.handshakeInterval, 5000)
             // Every listed role may subscribe, so the allow-list alone decides.
             try security?.apply(to: socket)
             return socket
