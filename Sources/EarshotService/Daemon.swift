@@ -122,7 +122,9 @@ public final class Daemon: Sendable {
             all["rpc_peers_lost"] = UInt64(rpc.peersLost)
             all["rpc_rejected"] = UInt64(rpc.rejected)
             all["rpc_denied"] = UInt64(rpc.denied)
-            all["security_refused"] = UInt64(daemonSecurity?.security.allowList.rejections.count ?? 0)
+            let refusals = daemonSecurity?.security.allowList.rejections ?? .init()
+            all["security_refused"] = UInt64(refusals.count)
+            all["security_failed_handshakes"] = UInt64(refusals.failedHandshakes)
             all["rpc_in_flight"] = UInt64(rpc.inFlight)
             let events = publisher.statistics
             all["events_published"] = UInt64(events.published)

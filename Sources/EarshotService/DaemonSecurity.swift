@@ -12,8 +12,8 @@ final class DaemonSecurity: Sendable {
     private let logger: Logger
     /// (mtime s, mtime ns, size, inode) of the file last read: a change of any means re-read.
     private let fileStamp = Mutex<[Int]>([])
-    /// Rejections already logged, and when the log last spoke of them.
-    private let logged = Mutex<(count: Int, at: ContinuousClock.Instant?)>((0, nil))
+    /// Refusals already logged (unknown keys, failed handshakes), and when the log last spoke.
+    private let logged = Mutex<(keys: Int, handshakes: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
     /// The log mentions refused clients at most this often (a scanner must not flood it).
     static let logInterval: Duration = .seconds(10)
 
@@ -72,10 +72,15 @@ final class DaemonSecurity: Sendable {
     private func logRejections() {
         let r = security.allowList.rejections
         let now = ContinuousClock.now
-        let (count, at) = logged.withLock { $0 }
-        guard r.count > count, at.map({ now - $0 >= Self.logInterval }) ?? true else { return }
-        logged.withLock { $0 = (r.count, now) }
-        logger.warning("refused \(r.count - count) connection(s) with keys not in the allow-list; last from \(r.lastAddress ?? "?") with key \(r.lastKey ?? "?")")
+        let (keys, handshakes, at) = logged.withLock { $0 }
+        guard r.count > keys || r.failedHandshakes > handshakes, at.map({ now - $0 >= Self.logInterval }) ?? true else { return }
+        logged.withLock { $0 = (r.count, r.failedHandshakes, now) }
+        if r.count > keys {
+            logger.warning("refused \(r.count - keys) connection(s) with keys not in the allow-list; last from \(r.lastAddress ?? "?") with key \(r.lastKey ?? "?")")
+        }
+        if r.failedHandshakes > handshakes {
+            logger.warning("\(r.failedHandshakes - handshakes) handshake(s) failed before a key was known; last: \(r.lastFailure ?? "?")")
+        }
     }
 
     /// Proves that a stranger is refused: connects with a fresh unknown key and waits for the
@@ -100,7 +105,7 @@ final class DaemonSecurity: Sendable {
             }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        logged.withLock { $0.count = security.allowList.rejections.count }
+        logged.withLock { $0.keys = security.allowList.rejections.count }
         logger.info("security self-test: an unknown key was refused on \(target)")
     }
 

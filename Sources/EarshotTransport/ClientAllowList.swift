@@ -22,11 +22,17 @@ public final class ClientAllowList: Sendable {
         public var userID: String { "\(name):\(role.rawValue)" }
     }
 
-    /// Handshakes refused so far, and the key of the last one.
+    /// Handshakes refused so far: keys not in the list (`count`, with the last key and address,
+    /// from the ZAP handler) and handshakes that failed before a key was known
+    /// (`failedHandshakes`, from the sockets' monitors: wrong server key, plain clients, garbage).
     public struct Rejections: Sendable, Equatable {
         public var count = 0
         public var lastKey: String?
         public var lastAddress: String?
+        public var failedHandshakes = 0
+        public var lastFailure: String?
+
+        public init() {}
     }
 
     /// The ZAP domain of the sockets using this list; the handler picks the list by it.
@@ -74,6 +80,14 @@ public final class ClientAllowList: Sendable {
         guard let colon = userID.lastIndex(of: ":") else { return nil }
         let name = userID[..<colon]
         return byKey.withLock { table in table.values.first { $0.name == name } }
+    }
+
+    /// A handshake failed before a key was known (from a socket monitor).
+    func recordFailedHandshake(_ reason: String) {
+        refused.withLock {
+            $0.failedHandshakes += 1
+            $0.lastFailure = reason
+        }
     }
 
     /// The ZAP handler's decision for one handshake.

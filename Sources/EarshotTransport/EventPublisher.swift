@@ -31,7 +31,7 @@ public final class EventPublisher: Sendable {
             // don't let such connections pile up for libzmq's default 30 s.
             try socket.set(.handshakeInterval, 5000)
             // Every listed role may subscribe, so the allow-list alone decides.
-            try security?.apply(to: socket)
+            try security?.apply(to: socket, loop: loop.core)
             return socket
         }
         let socket = try makeSocket()

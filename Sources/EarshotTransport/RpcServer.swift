@@ -29,7 +29,7 @@ public final class RpcServer: Sendable {
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
-        try configuration.security?.apply(to: socket)
+        try configuration.security?.apply(to: socket, loop: loop.core)
         var bound: [String] = []
         for endpoint in configuration.endpoints {
             try socket.bind(endpoint)

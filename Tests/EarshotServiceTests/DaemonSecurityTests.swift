@@ -90,6 +90,7 @@ struct DaemonSecurityTests {
 
         let stats = try await admin.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest())
         #expect(stats.counters["security_refused", default: 0] >= 4)
+        #expect(stats.counters["security_failed_handshakes", default: 0] >= 2, "the wrong server key and the plain client")
         #expect(stats.counters["rpc_denied", default: 0] == 3)
         #expect(daemon.stop() == 0)
 

@@ -56,6 +56,10 @@ import Testing
         #expect(try await listed.call(SecureServer.viewing, Echo.request("still here")).service == "still here")
         #expect(secure.userIDs.all == ["viewer-1:viewer"], "only the listed client reached a handler")
         #expect(publisher.statistics.published > 0)
+        // The socket monitors count each handshake once (random bytes are refused before a
+        // handshake starts); none of them reached ZAP.
+        #expect(secure.allowList.rejections.failedHandshakes == 2 * (Self.cases.count - 1))
+        #expect(secure.allowList.rejections.count == 0)
     }
 }
 

@@ -96,19 +96,21 @@ final class SecureServer: Sendable {
     @Test func wrongServerKeyAndPlainClientsGetNothing() async throws {
         let secure = try SecureServer()
         let impostorServer = try CurveKeyPair.generate().publicKey
-        let wrongServer = try secure.client(secure.clientKeys[.admin], serverKey: impostorServer)
-        let plain = try secure.client(nil)
-        defer {
-            wrongServer.close()
-            plain.close()
-        }
-        for client in [wrongServer, plain] {
+        // One at a time, so that the server's monitor can say why each was refused (what the
+        // administrator reads in the log).
+        for (keys, serverKey, why) in [(secure.clientKeys[.admin], impostorServer, "wrong server public key"),
+                                       (nil, nil, "without CURVE keys")] {
+            let before = secure.allowList.rejections.failedHandshakes
+            let client = try secure.client(keys, serverKey: serverKey)
             do {
                 _ = try await client.call(SecureServer.viewing, Echo.request("hi"), timeout: .milliseconds(1500))
                 Issue.record("a client without the right keys was answered")
             } catch {
                 #expect(error.code == .deadlineExceeded)
             }
+            client.close()
+            #expect(secure.allowList.rejections.failedHandshakes > before)
+            #expect(secure.allowList.rejections.lastFailure?.contains(why) == true, "\(secure.allowList.rejections)")
         }
         #expect(secure.userIDs.all.isEmpty)
     }

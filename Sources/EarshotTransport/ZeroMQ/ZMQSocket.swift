@@ -93,6 +93,12 @@ final class ZMQSocket: @unchecked Sendable {
         if zmq_connect(handle, endpoint) != 0 { throw .last("connect", endpoint: endpoint) }
     }
 
+    /// Publishes this socket's `events` (ZMQ_EVENT_* bits) on a PAIR socket bound at the inproc
+    /// `endpoint` (zmq_socket_monitor).
+    func monitor(_ endpoint: String, events: Int32) throws(TransportError) {
+        if zmq_socket_monitor(handle, endpoint, events) != 0 { throw .last("monitor", endpoint: endpoint) }
+    }
+
     /// The endpoint of the last bind or connect, with a real port where port 0 or `*` was asked.
     func lastEndpoint() throws(TransportError) -> String {
         var buffer = [CChar](repeating: 0, count: 1024)

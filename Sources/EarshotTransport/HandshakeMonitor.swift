@@ -1,0 +1,77 @@
+import CZMQ
+import Synchronization
+
+/// Counts a CURVE server socket's failed handshakes through ZeroMQ's socket monitor: the ones
+/// the ZAP handler never sees, because they fail before a key is known — a client using the
+/// wrong server key, a plain client, garbage from a scanner, a connection that gives up half
+/// way. (Unknown keys reach ZAP and are counted there.) The counts go to the socket's allow-list.
+final class HandshakeMonitor: LoopAttachment, @unchecked Sendable {
+    private static let next = Atomic<Int>(0)
+    private let pair: ZMQSocket
+    private let allowList: ClientAllowList
+    private let loop: LoopCore
+    // Loop thread only.
+    private var isDetached = false
+
+    /// Starts monitoring `server` (call before it binds) and attaches to `loop`. The monitor
+    /// detaches itself when libzmq reports that `server` was closed.
+    @discardableResult
+    static func start(watching server: ZMQSocket, allowList: ClientAllowList, loop: LoopCore) throws(TransportError) -> HandshakeMonitor {
+        let endpoint = "inproc://earshot.handshake-monitor.\(next.add(1, ordering: .relaxed).newValue)"
+        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_MONITOR_STOPPED
+        try server.monitor(endpoint, events: events)
+        let pair = try ZMQSocket(.pair)
+        try pair.set(.linger, 0)
+        try pair.connect(endpoint)
+        let monitor = HandshakeMonitor(pair: pair, allowList: allowList, loop: loop)
+        loop.attach(monitor)
+        return monitor
+    }
+
+    private init(pair: ZMQSocket, allowList: ClientAllowList, loop: LoopCore) {
+        self.pair = pair
+        self.allowList = allowList
+        self.loop = loop
+    }
+
+    var pollSocket: ZMQSocket? { isDetached ? nil : pair }
+
+    func socketReadable(now: ContinuousClock.Instant) {
+        // An event is two frames: 6 bytes (event id u16, value u32, host order), then the endpoint.
+        for _ in 0..<64 {
+            guard let message = try? pair.receive(maximumFrames: 2), let head = message.frames.first, head.count >= 6 else { return }
+            let (event, value) = head.withUnsafeBytes { ($0.loadUnaligned(as: UInt16.self), $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self)) }
+            switch Int32(event) {
+            case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+                allowList.recordFailedHandshake(Self.reason(protocolError: Int32(bitPattern: value)))
+            case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                allowList.recordFailedHandshake("a connection closed before finishing its handshake")
+            case ZMQ_EVENT_MONITOR_STOPPED:
+                loop.detach(self)
+                return
+            default:
+                break
+            }
+        }
+    }
+
+    func nextWakeup() -> ContinuousClock.Instant? { nil }
+    func timerFired(now: ContinuousClock.Instant) {}
+
+    func detached() {
+        isDetached = true
+        pair.close()
+    }
+
+    /// What a protocol error most likely means, in the words an administrator needs.
+    static func reason(protocolError code: Int32) -> String {
+        switch code {
+        case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
+            "a CURVE handshake that does not decrypt (a client with the wrong server public key?)"
+        case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+            "a client without CURVE keys (plain) or with another mechanism"
+        default:
+            "a malformed handshake (ZMTP protocol error 0x\(String(UInt32(bitPattern: code), radix: 16)))"
+        }
+    }
+}
