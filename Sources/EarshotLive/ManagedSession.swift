@@ -31,6 +31,9 @@ public final class ManagedSession: Sendable {
         /// `predictedCurrentMatchOffset` moved on to the moment the status was taken.
         public var currentMatch: MatchedMediaItem?
         public var sourceStatistics: AudioSourceStatistics
+        /// Times the matcher ran. Requests that come before new audio share the last answer, so
+        /// this grows more slowly than the number of requests.
+        public var matchesComputed = 0
     }
 
     private let channel: Channel

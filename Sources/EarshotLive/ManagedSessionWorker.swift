@@ -33,6 +33,12 @@ extension ManagedSession {
         private var channel: Channel?
         /// The last turn stopped reading at its limit with audio left.
         private var backlog = false
+        /// Bumped whenever the window changes (audio read, window restarted or dropped).
+        private var audioVersion = 0
+        /// The last attempt's answer and the `audioVersion` it saw: an attempt before the window
+        /// changes would compute the same answer, so a burst of requests costs one match.
+        private var lastAttempt: (audioVersion: Int, window: Double, result: MatchResult)?
+        private var matchesComputed = 0
 
         init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, makeSource: @escaping SourceFactory) {
             matcher = Matcher(catalog: catalog)
@@ -130,6 +136,7 @@ extension ManagedSession {
                     let s = makeSource()
                     source = s
                     fingerprinter = nil
+                    audioVersion += 1
                     sourceFailed = false
                     finishedReported = false
                     lastRead = nil
@@ -138,6 +145,7 @@ extension ManagedSession {
                     source?.stop()
                     source = nil
                     fingerprinter = nil
+                    audioVersion += 1
                 case .attemptMatch:
                     attempt()
                 case .answerWaiting(let result):
@@ -173,6 +181,10 @@ extension ManagedSession {
                 perform(machine.attempted(.error(.matchAttemptFailed("no audio has been heard yet")), window: 0))
                 return
             }
+            if let last = lastAttempt, last.audioVersion == audioVersion {
+                perform(machine.attempted(last.result, window: last.window))
+                return
+            }
             let result: MatchResult
             var window = fingerprinter.window.windowDuration
             do {
@@ -184,6 +196,8 @@ extension ManagedSession {
             } catch {
                 result = .error(error)
             }
+            lastAttempt = (audioVersion, window, result)
+            matchesComputed += 1
             perform(machine.attempted(result, window: window))
         }
 
@@ -218,6 +232,7 @@ extension ManagedSession {
                 // First audio, or audio again after a failure: a fresh window (the gap may be long).
                 fingerprinter = try? StreamingFingerprinter(inputRate: rate, windowSeconds: windowSeconds)
                 sourceFailed = false
+                audioVersion += 1
             }
             guard let fingerprinter else { return }
             // At most about a second per turn: a source faster than real time (a file, ALSA's
@@ -232,6 +247,7 @@ extension ManagedSession {
             }
             backlog = got >= limit
             guard got > 0 else { return }
+            audioVersion += 1
             lastRead = (ContinuousClock.now, fingerprinter.streamDuration)
             perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
         }
@@ -255,7 +271,8 @@ extension ManagedSession {
                 current = moved
             }
             let status = Status(state: machine.state, captureProblem: machine.captureProblem, window: window, heard: heard,
-                                currentMatch: current, sourceStatistics: source?.statistics ?? .init())
+                                currentMatch: current, sourceStatistics: source?.statistics ?? .init(),
+                                matchesComputed: matchesComputed)
             channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
                 s.status = status

@@ -108,7 +108,9 @@ public final class Daemon: Sendable {
         let (server, publisher, session) = (self.server, self.publisher, self.session)
         health = HealthService(events: events) {
             var all = counters.snapshot
-            let capture = session.status.sourceStatistics
+            let status = session.status
+            all["session_matches_computed"] = UInt64(status.matchesComputed)
+            let capture = status.sourceStatistics
             all["capture_frames"] = UInt64(max(0, capture.framesCaptured))
             all["capture_xruns"] = UInt64(max(0, capture.xruns))
             all["capture_dropped_samples"] = UInt64(max(0, capture.droppedSamples))

@@ -142,4 +142,27 @@ struct ManagedSessionTests {
             #expect(session.status.currentMatch?.mediaItem.id == "ref2")
         }
     }
+
+    /// Requests that come before any new audio share one match: the answer could not differ.
+    @Test func aBurstOfRequestsOnUnchangedAudioCostsOneMatch() async throws {
+        let audio = excerpt(2, 40, 20)
+        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session) { $0.heard >= 19.99 }
+        try await Task.sleep(for: .milliseconds(200))  // the source has ended: the window stays as it is
+        let first = await session.result()
+        #expect(first.mediaItems.first?.mediaItem.id == "ref2")
+        let before = session.status.matchesComputed
+        let answers = await withTaskGroup(of: MatchResult.self) { group in
+            for _ in 0..<20 { group.addTask { await session.result() } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.count == 20)
+        for answer in answers {
+            #expect(answer.mediaItems.first?.mediaItem.id == "ref2")
+            #expect(answer.mediaItems.first?.matchOffset == first.mediaItems.first?.matchOffset)
+        }
+        #expect(session.status.matchesComputed == before, "the matcher ran again for audio it had already matched")
+    }
 }
