@@ -5,30 +5,36 @@ import Synchronization
 /// the ZAP handler never sees, because they fail before a key is known — a client using the
 /// wrong server key, a plain client, garbage from a scanner, a connection that gives up half
 /// way. (Unknown keys reach ZAP and are counted there.) The counts go to the socket's allow-list.
+///
+/// libzmq sends monitor events with blocking sends from its own threads, so the reader must
+/// outlive the monitoring: the watched socket's `close()` stops monitoring first, and this
+/// attachment stops it too before closing its reader (whichever of the two the loop closes
+/// first). It leaves the loop by itself once the watched socket is closed.
 final class HandshakeMonitor: LoopAttachment, @unchecked Sendable {
     private static let next = Atomic<Int>(0)
+    private let watched: ZMQSocket
     private let pair: ZMQSocket
     private let allowList: ClientAllowList
     private let loop: LoopCore
     // Loop thread only.
     private var isDetached = false
 
-    /// Starts monitoring `server` (call before it binds) and attaches to `loop`. The monitor
-    /// detaches itself when libzmq reports that `server` was closed.
+    /// Starts monitoring `server` (call before it binds) and attaches to `loop`.
     @discardableResult
     static func start(watching server: ZMQSocket, allowList: ClientAllowList, loop: LoopCore) throws(TransportError) -> HandshakeMonitor {
         let endpoint = "inproc://earshot.handshake-monitor.\(next.add(1, ordering: .relaxed).newValue)"
-        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_MONITOR_STOPPED
+        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
         try server.monitor(endpoint, events: events)
         let pair = try ZMQSocket(.pair)
         try pair.set(.linger, 0)
         try pair.connect(endpoint)
-        let monitor = HandshakeMonitor(pair: pair, allowList: allowList, loop: loop)
+        let monitor = HandshakeMonitor(watched: server, pair: pair, allowList: allowList, loop: loop)
         loop.attach(monitor)
         return monitor
     }
 
-    private init(pair: ZMQSocket, allowList: ClientAllowList, loop: LoopCore) {
+    private init(watched: ZMQSocket, pair: ZMQSocket, allowList: ClientAllowList, loop: LoopCore) {
+        self.watched = watched
         self.pair = pair
         self.allowList = allowList
         self.loop = loop
@@ -46,20 +52,29 @@ final class HandshakeMonitor: LoopAttachment, @unchecked Sendable {
                 allowList.recordFailedHandshake(Self.reason(protocolError: Int32(bitPattern: value)))
             case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
                 allowList.recordFailedHandshake("a connection closed before finishing its handshake")
-            case ZMQ_EVENT_MONITOR_STOPPED:
-                loop.detach(self)
-                return
             default:
                 break
             }
         }
     }
 
-    func nextWakeup() -> ContinuousClock.Instant? { nil }
+    /// Asked before every poll; also where the monitor notices that its socket was closed
+    /// (a server dropped, a publisher's socket replaced) and leaves the loop.
+    func nextWakeup() -> ContinuousClock.Instant? {
+        if watched.isClosed, !isDetached, !leaving {
+            leaving = true
+            loop.detach(self)
+        }
+        return nil
+    }
+
+    private var leaving = false
+
     func timerFired(now: ContinuousClock.Instant) {}
 
     func detached() {
         isDetached = true
+        watched.stopMonitoring()
         pair.close()
     }
 

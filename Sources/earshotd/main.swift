@@ -24,6 +24,11 @@ let usage = """
     daemon cannot start (no usable catalog, a port in use…). Logs go to standard output.
     """
 
+// Before anything else (no thread exists yet): SIGTERM, SIGINT and SIGHUP stay pending until
+// the daemon is up and takes them, so a stop sent during start-up is neither lost nor fatal.
+ProcessSignals.block([SIGTERM, SIGINT, SIGHUP])
+signal(SIGPIPE, SIG_IGN)
+
 func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data("earshotd: \(message)\n".utf8))
     exit(status)
@@ -97,26 +102,14 @@ do {
     fail(error.message, status: 1)
 }
 
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-signal(SIGPIPE, SIG_IGN)
-var signalSources: [DispatchSourceSignal] = []
-for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-    // @Sendable: not main-actor code (top-level closures would be), it runs on a dispatch queue.
-    source.setEventHandler { @Sendable in
-        logger.notice("signal \(sig == SIGTERM ? "SIGTERM" : "SIGINT"): shutting down")
+ProcessSignals.handle([SIGTERM, SIGINT, SIGHUP]) { @Sendable number in
+    if number == SIGHUP {
+        daemon.reloadAllowList()
+    } else {
+        logger.notice("signal \(number == SIGTERM ? "SIGTERM" : "SIGINT"): shutting down")
         Task.detached { await daemon.stop() }
     }
-    source.resume()
-    signalSources.append(source)
 }
-
-signal(SIGHUP, SIG_IGN)
-let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-hangUp.setEventHandler { @Sendable in daemon.reloadAllowList() }
-hangUp.resume()
-signalSources.append(hangUp)
 
 let done = DispatchSemaphore(value: 0)
 Task.detached { @Sendable in

@@ -28,7 +28,7 @@ struct DaemonCrashRestartTests {
         try FileManager.default.removeItem(atPath: publicPath)
         for delay in [0, 3, 6, 9, 12, 15, 20, 30] {
             let daemon = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings, waitUntilListening: false)
-            usleep(useconds_t(delay * 1000))
+            try await Task.sleep(for: .milliseconds(delay))
             daemon.kill9()
             print("crash-restart first start killed after \(delay) ms: key \(FileManager.default.fileExists(atPath: keyPath) ? "made" : "not made yet")")
             if FileManager.default.fileExists(atPath: keyPath) {
@@ -52,16 +52,16 @@ struct DaemonCrashRestartTests {
                                            waitUntilListening: moment != "starting up")
             switch moment {
             case "starting up":
-                usleep(useconds_t.random(in: 0...150_000))
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...150_000)))
             default:
                 // Killed only once this daemon has served the load.
                 let served = await load.waitForSuccess(after: load.successes)
                 #expect(served, "cycle \(cycle): the load got no answer from the restarted daemon; log:\n\(daemon.log)")
                 if moment == "serving" {
-                    usleep(useconds_t.random(in: 0...800_000))
+                    try await Task.sleep(for: .microseconds(Int.random(in: 0...800_000)))
                 } else {
                     kill(daemon.process.processIdentifier, SIGHUP)
-                    usleep(useconds_t.random(in: 0...5_000))
+                    try await Task.sleep(for: .microseconds(Int.random(in: 0...5_000)))
                 }
             }
             let answers = load.successes

@@ -41,7 +41,7 @@ import Testing
         let outcomes = try await withThrowingTaskGroup(of: (String, RawTCP.Outcome).self) { group in
             for (socket, port) in ports {
                 for (name, bytes) in Self.cases {
-                    group.addTask { ("\(socket): \(name)", try RawTCP.sendAndWaitForClose(port: port, bytes, within: 20)) }
+                    group.addTask { ("\(socket): \(name)", try await RawTCP.exchange(port: port, bytes, within: 20)) }
                 }
             }
             var all: [(String, RawTCP.Outcome)] = []
@@ -72,8 +72,18 @@ enum RawTCP {
         case stillOpen(received: Int)
     }
 
+    /// `sendAndWaitForClose` on a thread of its own: it blocks for seconds, and a blocked task
+    /// would hold one of the few threads every other test's tasks run on.
+    static func exchange(port: UInt16, _ bytes: [UInt8], within seconds: Int) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try sendAndWaitForClose(port: port, bytes, within: seconds) })
+            }
+        }
+    }
+
     /// Connects to 127.0.0.1:`port`, writes `bytes`, then reads until the server closes the
-    /// connection or `seconds` pass.
+    /// connection or `seconds` pass. Blocks.
     static func sendAndWaitForClose(port: UInt16, _ bytes: [UInt8], within seconds: Int) throws -> Outcome {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TransportError(operation: "socket", code: errno) }

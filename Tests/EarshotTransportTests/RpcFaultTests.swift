@@ -12,6 +12,9 @@ import Testing
         defer { echo.stop() }
         let client = try makeClient(echo.endpoint)
         defer { client.close() }
+        // Connected first: a call whose deadline passes before the connection is up (a loaded
+        // machine) is never sent, and the server would have nothing to cancel.
+        _ = try await client.call(Echo.say, Echo.request("warm up"))
 
         let error = await rpcError { () async throws(RpcError) in
             try await client.call(Echo.hold, Echo.request("slow"), timeout: .milliseconds(150))

@@ -47,12 +47,16 @@ final class ZMQSocket: @unchecked Sendable {
         frame.deallocate()
     }
 
-    /// Closes the socket; later calls fail with ENOTSOCK. Safe to call twice.
+    /// Closes the socket (ending its monitor first); later calls fail with ENOTSOCK. Safe to
+    /// call twice.
     func close() {
         guard let handle else { return }
+        stopMonitoring()
         zmq_close(handle)
         self.handle = nil
     }
+
+    var isClosed: Bool { handle == nil }
 
     func set(_ option: ZMQSocketOption<Int32>, _ value: Int32) throws(TransportError) {
         var v = value
@@ -94,10 +98,22 @@ final class ZMQSocket: @unchecked Sendable {
     }
 
     /// Publishes this socket's `events` (ZMQ_EVENT_* bits) on a PAIR socket bound at the inproc
-    /// `endpoint` (zmq_socket_monitor).
+    /// `endpoint` (zmq_socket_monitor). libzmq sends events with a *blocking* send from its I/O
+    /// and reaper threads, so the reader must stay connected until `stopMonitoring()` (which
+    /// `close()` calls) has returned; a reader closed first would hang libzmq at the next event.
     func monitor(_ endpoint: String, events: Int32) throws(TransportError) {
         if zmq_socket_monitor(handle, endpoint, events) != 0 { throw .last("monitor", endpoint: endpoint) }
+        isMonitored = true
     }
+
+    /// Ends monitoring at once: once this returns, libzmq sends nothing more to the reader.
+    func stopMonitoring() {
+        guard let handle, isMonitored else { return }
+        zmq_socket_monitor(handle, nil, 0)
+        isMonitored = false
+    }
+
+    private var isMonitored = false
 
     /// The endpoint of the last bind or connect, with a real port where port 0 or `*` was asked.
     func lastEndpoint() throws(TransportError) -> String {
