@@ -5,7 +5,11 @@ import Foundation
 /// one-line arrays of those, and `#` comments. Anything else is an error naming the line, so a
 /// typo is caught at start instead of silently ignored.
 public enum TOMLSubset {
-    public indirect enum Value: Equatable, Sendable, CustomStringConvertible {
+    /// Not `indirect`: `[Value]` already stores its elements out of line. An indirect enum
+    /// boxes every payload and keeps the case number in the spare high bits of the box
+    /// pointer, so LeakSanitizer, which only recognises untagged pointers, called the boxes of
+    /// earshotd's `--key=value` overrides (held by a global until exit) leaks.
+    public enum Value: Equatable, Sendable, CustomStringConvertible {
         case string(String)
         case integer(Int)
         case float(Double)

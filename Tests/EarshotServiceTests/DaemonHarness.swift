@@ -124,18 +124,26 @@ final class DaemonHarness: @unchecked Sendable {
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
-    /// SIGTERM, then waits up to `seconds` for a clean exit; returns the exit status (nil: killed).
+    /// SIGTERM, then waits up to `seconds` for a clean exit; returns the exit status (nil: killed,
+    /// or never started).
     @discardableResult
     func stop(within seconds: Double = 5) -> Int32? {
-        guard process.isRunning else { return process.terminationStatus }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
+        guard process.processIdentifier != 0 else { return nil }
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
+            process.terminate()
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                return nil
+            }
         }
+        // The process has ended, so this returns at once; it is still needed: `run()` gives the
+        // Process a run-loop source that retains the Process, and only `waitUntilExit()` lets go
+        // of it (swift-corelibs-foundation). Without it every harness's Process, with its
+        // arguments and log file handle (still open), stays in that cycle until exit.
+        process.waitUntilExit()
         return process.terminationStatus
     }
 

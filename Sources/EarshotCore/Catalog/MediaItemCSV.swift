@@ -274,6 +274,7 @@ extension MediaItemCSV {
 
         /// Reads one cell into `row`. Empty (or all-blank) cells leave the row untouched.
         func apply(_ cell: String, to row: inout Row) throws(EarshotError) {
+            guard !cell.isEmpty else { return }
             let trimmed = cell.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty else { return }
             let line = row.line, name = headerName
