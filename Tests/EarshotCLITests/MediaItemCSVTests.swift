@@ -109,6 +109,22 @@ struct MediaItemCSVTests {
         #expect(rows[5].item.creationDate == Date(timeIntervalSince1970: -86_400))
     }
 
+    /// Export then import gives the same dates: both sides use the proleptic Gregorian calendar
+    /// (found by the CSV fuzz harness: 1012-02-01 came back as 1012-01-26 through Foundation's
+    /// formatter) and every digit of a fraction is kept.
+    @Test(arguments: [
+        ("1012-02-01T20:15:00Z", "1012-02-01T20:15:00Z"), ("0000-03-01", "0000-03-01"), ("1582-10-10", "1582-10-10"),
+        ("2024-02-01T20:15:00.2501Z", "2024-02-01T20:15:00.2501Z"), ("2001-01-01T00:00:00.123456789Z", "2001-01-01T00:00:00.123456789Z"),
+        ("1969-12-31T23:59:59.75Z", "1969-12-31T23:59:59.75Z"), ("2024-05-01T00:00:00.000025Z", "2024-05-01T00:00:00.000025Z"),
+        ("2024-05-01T22:15:00+02:00", "2024-05-01T20:15:00Z"), ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59Z"),
+    ])
+    func creationDatesSurviveExportAndImport(cell: String, rendered: String) throws {
+        let rows = try parse("id,creationDate\nx,\(cell)\n")
+        let text = MediaItemCSV.render(rows)
+        #expect(text.contains(",\(rendered),"), "\(text)")
+        #expect(try MediaItemCSV.parse(text: text)[0].item.creationDate == rows[0].item.creationDate)
+    }
+
     @Test func customPropertiesAreJSONValues() throws {
         let text = #"""
             id,custom.question,custom.choices,custom.points,custom.hint,custom.final,x-Cue,custom.nothing

@@ -1,6 +1,6 @@
 // libFuzzer harness: CSV media-item import, as `earshot catalog build/update --items` reads it:
 // `MediaItemCSV.parse(bytes:)`, then `assign` over one input, several inputs and an existing
-// catalog, then `render` and a second parse of what was rendered.
+// catalog, then `render` and a second parse of what was rendered, which must give the same rows.
 import EarshotCore
 import FuzzSupport
 
@@ -16,8 +16,16 @@ public func fuzzCSV(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     _ = try? MediaItemCSV.assign(rows, inputs: ["songs/a.wav"])
     _ = try? MediaItemCSV.assign(rows, inputs: ["songs/a.wav", "b.earsig", "c.d.flac"])
     _ = try? MediaItemCSV.assign(rows, inputs: ["new.wav"], existingReferenceCount: 3)
+    // `render` promises text that `parse` reads back into the same rows (export → import).
     let rendered = MediaItemCSV.render(rows)
-    _ = try? MediaItemCSV.parse(text: rendered)
+    guard let again = try? MediaItemCSV.parse(text: rendered) else {
+        preconditionFailure("render wrote CSV that parse refuses:\n\(rendered)")
+    }
+    precondition(again.count == rows.count, "render/parse round trip: \(rows.count) rows became \(again.count)")
+    for (a, b) in zip(rows, again) {
+        precondition(a.file == b.file && a.reference == b.reference && a.item == b.item,
+                     "render/parse round trip changed a row:\n\(a)\n\(b)\nrendered:\n\(rendered)")
+    }
     for row in rows.prefix(4) { _ = MediaItemCSV.fields(of: row.item) }
     return 0
 }
