@@ -17,7 +17,7 @@ import Synchronization
 /// `withLock` here tells TSan what the mutex guarantees: `__tsan_acquire` on this object's address
 /// first thing inside the lock, `__tsan_release` last thing before it is released. That is the
 /// ordering the mutex really gives, no more: an access to the state (or to anything else) made
-/// outside the lock on one side is still reported (scripts/sanitizers/locked-check.sh checks
+/// outside the lock on one side is still reported (scripts/sanitizers/tsan-check.sh checks
 /// both). Outside a TSan process both hooks are nil, looked up once with `dlsym`, so each
 /// `withLock` costs one extra pointer test per hook; the Swift runtime announces its own ordering
 /// to TSan the same way.

@@ -1,5 +1,5 @@
-// What `Locked` (Sources/EarshotSync/Locked.swift) tells ThreadSanitizer, checked: run by
-// scripts/sanitizers/locked-check.sh, built with -sanitize=thread together with Locked.swift.
+// What `Locked` (Sources/EarshotSync/Locked.swift) tells ThreadSanitizer, checked: built by
+// scripts/sanitizers/tsan-check.sh with -sanitize=thread together with Locked.swift.
 // Two threads, many iterations each, in one of four ways (the first argument):
 //   mutex     both append under a plain Synchronization.Mutex    → TSan reports (false positive)
 //   locked    both append under Locked                           → no report
