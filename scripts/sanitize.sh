@@ -25,10 +25,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-print_suppressions=0$(suppressions leak)}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1$(suppressions thread)}
 
-# Under TSan the tests run one at a time (`--parallel` after the kind overrides it). TSan makes the
-# CPU-bound and process-waiting tests 5-20x slower; run in parallel on two cores they held the
-# Swift concurrency pool for minutes, so the RPC and daemon tests' handlers could not run and their
-# wall-clock deadlines (60 s, 120 s) passed: 20 failures, none a TSan report. One at a time, all pass.
+# Under TSan the tests run one at a time (`--parallel` after the kind overrides it). In parallel on
+# two cores, one run had 20 failures and no TSan report: the RPC and daemon tests' deadlines (60 s,
+# 120 s) passed while the TSan-slowed CPU-bound and process-waiting tests occupied the Swift
+# concurrency pool (even trivial tests took ~245 s). One at a time, all pass (fuzz/README.md).
 serial=()
 [ "$kind" = thread ] && serial=(--no-parallel)
 
