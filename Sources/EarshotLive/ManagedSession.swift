@@ -1,6 +1,7 @@
 import Dispatch
 import EarshotAudio
 import EarshotCore
+import EarshotSync
 import Foundation
 import Synchronization
 
@@ -155,13 +156,13 @@ extension ManagedSession {
 
     /// How callers and the session thread meet: a command queue with a wake-up, and the status.
     final class Channel: Sendable {
-        let shared: Mutex<Shared>
+        let shared: Locked<Shared>
         /// Commands queued, so the thread takes the lock only when there are some.
         let pending = Atomic<Int>(0)
         let wake = DispatchSemaphore(value: 0)
 
         init(status: Status) {
-            shared = Mutex(Shared(status: status))
+            shared = Locked(Shared(status: status))
         }
 
         func post(_ command: Command) {

@@ -1,11 +1,11 @@
 import EarshotAudio
 import EarshotCore
 import EarshotLive
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
 import Logging
-import Synchronization
 
 /// `earshotd` put together: catalogs, the managed session on the configured source, the RPC
 /// services and the event publisher. The executable only parses its arguments and calls this.
@@ -19,7 +19,7 @@ public final class Daemon: Sendable {
     private let store: CatalogStore
     private let health: HealthService
     private let sessionService: SessionService
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let tasks = Locked<[Task<Void, Never>]>([])
     private let stopped = Flag()
     /// Delivered by `stop()` once everything is closed; `run()` waits for it.
     private let finished = OneShot<Void>()

@@ -1,9 +1,9 @@
 import EarshotCore
-import Synchronization
+import EarshotSync
 
 /// The daemon's own counters (matches by outcome), beside those of capture, RPC and events.
 final class DaemonCounters: Sendable {
-    private let values = Mutex<[String: UInt64]>([:])
+    private let values = Locked<[String: UInt64]>([:])
 
     func add(_ result: MatchResult) {
         let key = switch result {

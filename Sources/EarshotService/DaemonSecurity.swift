@@ -1,8 +1,8 @@
 import EarshotCore
+import EarshotSync
 import EarshotTransport
 import Foundation
 import Logging
-import Synchronization
 
 /// The daemon's CURVE side: its key pair (made on first start), the allow-list file and its
 /// reloading, the start-up self-test, and the rate-limited log of refused clients.
@@ -11,9 +11,9 @@ final class DaemonSecurity: Sendable {
     let allowListPath: String
     private let logger: Logger
     /// (mtime s, mtime ns, size, inode) of the file last read: a change of any means re-read.
-    private let fileStamp = Mutex<[Int]>([])
+    private let fileStamp = Locked<[Int]>([])
     /// Refusals already logged (unknown keys, failed handshakes), and when the log last spoke.
-    private let logged = Mutex<(keys: Int, handshakes: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
+    private let logged = Locked<(keys: Int, handshakes: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
     /// The log mentions refused clients at most this often (a scanner must not flood it).
     static let logInterval: Duration = .seconds(10)
 

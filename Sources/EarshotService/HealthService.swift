@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
@@ -6,8 +7,8 @@ import Synchronization
 /// `earshot.v1.Health`: serving status as grpc.health.v1 ("" or a service name), and counters.
 final class HealthService: Sendable {
     static let services = ["", "earshot.v1.Recognizer", "earshot.v1.Session", "earshot.v1.Catalogs", "earshot.v1.Health"]
-    private let status = Mutex(Earshot_V1_ServingStatus.serving)
-    private let changes = Mutex<[UInt64: AsyncStream<Earshot_V1_ServingStatus>.Continuation]>([:])
+    private let status = Locked(Earshot_V1_ServingStatus.serving)
+    private let changes = Locked<[UInt64: AsyncStream<Earshot_V1_ServingStatus>.Continuation]>([:])
     private let nextID = Atomic<UInt64>(0)
     private let started = Date()
     private let stats: @Sendable () -> [String: UInt64]

@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotSync
 
 /// A value delivered once, by whichever of several racers comes first, and awaited once.
 final class OneShot<T: Sendable>: Sendable {
@@ -8,7 +8,7 @@ final class OneShot<T: Sendable>: Sendable {
         case delivered(T)
         case finished
     }
-    private let state = Mutex<State>(.empty)
+    private let state = Locked<State>(.empty)
 
     /// Delivers `value` unless something was delivered already.
     func deliver(_ value: T) {

@@ -1,9 +1,9 @@
 import EarshotCore
 import EarshotLive
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
-import Synchronization
 
 /// `earshot.v1.Recognizer`: the managed session over RPC, and one-off signatures.
 final class RecognizerService: Sendable {
@@ -12,14 +12,14 @@ final class RecognizerService: Sendable {
     private let events: DaemonEvents
     private let counters: DaemonCounters
     /// For MatchSignature. A matcher serves one call at a time; such calls are rare and fast.
-    private let signatureMatcher: Mutex<Matcher>
+    private let signatureMatcher: Locked<Matcher>
 
     init(session: ManagedSession, catalog: CatalogStore.Entry, events: DaemonEvents, counters: DaemonCounters) {
         self.session = session
         catalogName = catalog.name
         self.events = events
         self.counters = counters
-        signatureMatcher = Mutex(Matcher(catalog: catalog.catalog))
+        signatureMatcher = Locked(Matcher(catalog: catalog.catalog))
     }
 
     func register(on server: RpcServer) {

@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotSync
 
 /// The clients a CURVE server admits: public key → name and role. Replaceable at any time (the
 /// daemon re-reads its file); the ZAP handler consults it at every handshake and the RPC server
@@ -37,9 +37,9 @@ public final class ClientAllowList: Sendable {
 
     /// The ZAP domain of the sockets using this list; the handler picks the list by it.
     public let domain: String
-    private let byKey = Mutex<[String: Entry]>([:])
-    private let refused = Mutex(Rejections())
-    private let removalObservers = Mutex<[@Sendable () -> Void]>([])
+    private let byKey = Locked<[String: Entry]>([:])
+    private let refused = Locked(Rejections())
+    private let removalObservers = Locked<[@Sendable () -> Void]>([])
 
     public init(_ entries: [Entry] = []) {
         domain = "earshot." + String(UInt64.random(in: 1...UInt64.max), radix: 16)

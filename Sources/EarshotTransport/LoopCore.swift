@@ -2,7 +2,7 @@
     import Glibc
 #endif
 
-import Synchronization
+import EarshotSync
 
 /// The loop's machinery, shared by the `TransportLoop` handle and its thread (which must not
 /// keep the handle alive, or dropping the last handle could never stop it).
@@ -18,7 +18,7 @@ final class LoopCore: @unchecked Sendable {
     }
 
     let wake: EventFD
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
 
     // Loop thread only.
     private var attachments: [any LoopAttachment] = []

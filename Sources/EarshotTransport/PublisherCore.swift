@@ -1,6 +1,6 @@
+import EarshotSync
 import EarshotWire
 import Foundation
-import Synchronization
 
 /// The publisher's engine: sequence numbers and the outbox under a lock (any thread publishes),
 /// the PUB socket and the heartbeat timer on the loop thread.
@@ -21,7 +21,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     /// A configured, unbound PUB socket.
     let makeSocket: @Sendable () throws(TransportError) -> ZMQSocket
     let loop: LoopCore
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     // Loop thread only.
     /// Nil from a reset until the new socket is bound.

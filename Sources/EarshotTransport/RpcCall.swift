@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotSync
 
 /// What a handler knows about the call it serves, and how it learns that the call is over.
 ///
@@ -20,7 +20,7 @@ public final class RpcCall: Sendable {
     /// The caller's role as of this call (admin without security).
     public let role: ClientRole
 
-    private let reason = Mutex<RpcError?>(nil)
+    private let reason = Locked<RpcError?>(nil)
 
     init(method: String, requestID: UInt64, peer: String, metadata: [String: String],
          deadline: ContinuousClock.Instant, userID: String?, role: ClientRole = .admin) {

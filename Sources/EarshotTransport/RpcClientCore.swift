@@ -1,6 +1,6 @@
+import EarshotSync
 import EarshotWire
 import Foundation
-import Synchronization
 
 /// The client's engine: a DEALER socket on a loop thread, and the calls waiting for answers.
 ///
@@ -26,7 +26,7 @@ final class RpcClientCore: LoopAttachment, @unchecked Sendable {
     let configuration: RpcClient.Configuration
     let socket: ZMQSocket
     let loop: LoopCore
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     // Loop thread only.
     private var outbox: [(id: UInt64, frames: [[UInt8]])] = []

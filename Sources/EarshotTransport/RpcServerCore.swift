@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotWire
 import Foundation
 import Synchronization
@@ -28,11 +29,11 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
     let configuration: RpcServer.Configuration
 
     // Any thread.
-    let handlers = Mutex<[String: MethodHandler]>([:])
+    let handlers = Locked<[String: MethodHandler]>([:])
     let accepting = Atomic<Bool>(true)
     /// Handlers running now.
     let running = Atomic<Int>(0)
-    let counters = Mutex(RpcServerStatistics())
+    let counters = Locked(RpcServerStatistics())
 
     // Loop thread only.
     private var calls: [CallKey: ServerCall] = [:]

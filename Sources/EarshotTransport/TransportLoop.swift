@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotSync
 
 /// One thread ("earshot-io") owning every socket attached to it, waiting in `zmq_poll` over those
 /// sockets and an eventfd.
@@ -15,7 +15,7 @@ public final class TransportLoop: Sendable {
     }
 
     let core: LoopCore
-    private let phase = Mutex(Phase.idle)
+    private let phase = Locked(Phase.idle)
 
     public init() throws(TransportError) {
         core = try LoopCore()

@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotSync
 
 /// The process's ZAP handler (ZeroMQ RFC 27): answers every CURVE handshake of every server
 /// socket in the context, from the allow-list registered for the socket's ZAP domain.
@@ -11,7 +11,7 @@ final class ZAPHandler: Sendable {
     static let endpoint = "inproc://zeromq.zap.01"
 
     /// ZAP domain → allow-list. Static so that the handler thread needs no reference to self.
-    private static let lists = Mutex<[String: ClientAllowList]>([:])
+    private static let lists = Locked<[String: ClientAllowList]>([:])
     private let thread: IOThread
 
     private static let started: Result<ZAPHandler, TransportError> = {

@@ -3,8 +3,8 @@ import Dispatch
 import EarshotAudio
 import EarshotCore
 import EarshotLive
+import EarshotSync
 import Foundation
-import Synchronization
 
 /// `earshot listen`: live recognition from a capture device or a file played in real time.
 struct ListenCommand: ParsableCommand {
@@ -137,7 +137,7 @@ final class Listening: Sendable {
     private let output: ListenOutput
     private let duration: Double?
     private let queue = DispatchQueue(label: "earshot-listen")
-    private let end = Mutex<End?>(nil)
+    private let end = Locked<End?>(nil)
     private let ended = DispatchSemaphore(value: 0)
 
     private struct Ticks {
@@ -146,7 +146,7 @@ final class Listening: Sendable {
         var noteScheduling = true
         var noteParameters = true
     }
-    private let ticks = Mutex(Ticks())
+    private let ticks = Locked(Ticks())
 
     init(catalog: MappedCatalog, source: ListenSource, output: ListenOutput, duration: Double?) {
         self.catalog = catalog

@@ -1,5 +1,5 @@
 import EarshotCore
-import Synchronization
+import EarshotSync
 
 /// What `earshot listen` prints. Results, capture problems and the ticker arrive from different
 /// threads; one lock keeps their lines whole and in order, and the in-place status line clear of
@@ -28,7 +28,7 @@ final class ListenOutput: Sendable {
         var lastProblem: String?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let json: Bool
     private let quiet: Bool
     /// Repeats refresh a status line instead of printing lines.

@@ -1,5 +1,6 @@
 import EarshotAudio
 import EarshotCore
+import EarshotSync
 import Synchronization
 
 /// What `earshot listen` listens to: an ALSA capture device or a file played in real time.
@@ -14,7 +15,7 @@ final class ListenSource: Sendable {
     }
 
     let kind: Kind
-    private let latest = Mutex<(any AudioSource)?>(nil)
+    private let latest = Locked<(any AudioSource)?>(nil)
     private let ended = Atomic<Bool>(false)
 
     /// Checks that a file can be played (before the session starts), so a bad one ends the

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Dispatch
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
-import Synchronization
 
 /// `earshot remote`: drive an `earshotd` over the network, as a thin client.
 struct RemoteCommand: ParsableCommand {
@@ -135,5 +135,5 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) 
 
 /// Carries a value from a task back to the thread that waits for it.
 final class BlockingBox<T: Sendable>: Sendable {
-    let value = Mutex<T?>(nil)
+    let value = Locked<T?>(nil)
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Dispatch
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
-import Synchronization
 
 /// `earshot remote watch`: a live dashboard of the daemon's state, kept from its events.
 ///
@@ -109,7 +109,7 @@ final class Dashboard: Sendable {
         var lastText = ""
         var serving = true
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let inPlace: Bool
 
     init(inPlace: Bool) {

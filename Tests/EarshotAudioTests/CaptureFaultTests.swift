@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSync
 import Foundation
 import Synchronization
 import Testing
@@ -65,12 +66,12 @@ final class ScriptedOpener: Sendable {
         case failure(EarshotError)
     }
 
-    private let outcomes: Mutex<[Outcome]>
+    private let outcomes: Locked<[Outcome]>
     /// The `requiredSampleRate` of every open so far.
-    let requiredRates = Mutex<[Int?]>([])
+    let requiredRates = Locked<[Int?]>([])
 
     init(_ outcomes: [Outcome]) {
-        self.outcomes = Mutex(outcomes)
+        self.outcomes = Locked(outcomes)
     }
 
     func open(_ configuration: AlsaCaptureConfiguration, _ rate: Int?) throws(EarshotError) -> any CaptureInput {
@@ -119,8 +120,8 @@ struct CaptureFaultTests {
             .device(ScriptedInput([.period, .period], rate: 44_100)),
         ])
         // The state at each open, seen from the opener (which runs on the capture thread).
-        let watched = Mutex<AlsaAudioSource?>(nil)
-        let statesAtOpen = Mutex<[String]>([])
+        let watched = Locked<AlsaAudioSource?>(nil)
+        let statesAtOpen = Locked<[String]>([])
         let source = AlsaAudioSource(
             configuration: AlsaCaptureConfiguration(device: "scripted"), bufferDuration: 1, realtimePriority: nil,
             retryDelays: 0.01...0.04, stallTimeout: 5

@@ -1,13 +1,13 @@
 import EarshotCore
+import EarshotSync
 import Foundation
-import Synchronization
 import Testing
 
 @testable import EarshotAudio
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
-    private let time = Mutex(0.0)
+    private let time = Locked(0.0)
     var now: Double { time.withLock { $0 } }
     func set(_ t: Double) { time.withLock { $0 = t } }
 }

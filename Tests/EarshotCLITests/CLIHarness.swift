@@ -1,6 +1,6 @@
 import EarshotCore
+import EarshotSync
 import Foundation
-import Synchronization
 import Testing
 
 /// Runs the built `earshot` executable as a subprocess.
@@ -116,7 +116,7 @@ final class Workspace: Sendable {
         if removedAtExit { Self.removeAtExit(url.path) }
     }
 
-    private static let atExit = Mutex<[String]>([])
+    private static let atExit = Locked<[String]>([])
     private static let cleanupRegistered: Void = {
         atexit { for path in Workspace.atExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
     }()

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
@@ -110,13 +111,13 @@ struct DaemonCrashRestartTests {
 private final class LoadClients: Sendable {
     private let clients: [RpcClient]
     private let subscriber: EventSubscriber
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let tasks = Locked<[Task<Void, Never>]>([])
     private let heard = Heard()
 
     /// What the load heard back (a class: the tasks share it).
     private final class Heard: Sendable {
         let answers = Atomic<Int>(0)
-        let epochs = Mutex<Set<UInt64>>([])
+        let epochs = Locked<Set<UInt64>>([])
         func answered() { answers.add(1, ordering: .relaxed) }
     }
 

@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotWire
 import Foundation
 import Synchronization
@@ -48,7 +49,7 @@ final class Gate: Sendable {
 
 /// Values handlers report to the test.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Locked<[Value]>([])
 
     func record(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSync
 import Synchronization
 
 #if canImport(Glibc)
@@ -40,7 +41,7 @@ final class CaptureSupervisor: Sendable {
         var scheduling: RealtimeScheduling?
         var thread: CaptureThread?
     }
-    private let status = Mutex(Status())
+    private let status = Locked(Status())
 
     init(
         configuration: AlsaCaptureConfiguration, ringCapacity: Int, realtimePriority: Int32?,

@@ -1,5 +1,5 @@
 import EarshotCore
-import Synchronization
+import EarshotSync
 
 /// An audio file as an `AudioSource`, delivered as fast as it is read.
 ///
@@ -16,7 +16,7 @@ public final class FileAudioSource: AudioSource {
         var state = AudioSourceState.idle
         var statistics = AudioSourceStatistics()
     }
-    private let inner: Mutex<Inner>
+    private let inner: Locked<Inner>
     private let rate: Double
 
     /// Opens `path`. Throws `invalidAudioFormat` naming the file and the problem (missing,
@@ -25,7 +25,7 @@ public final class FileAudioSource: AudioSource {
         let stream = try MonoFileStream(path: path)
         self.path = path
         rate = stream.sampleRate
-        inner = Mutex(Inner(stream: stream))
+        inner = Locked(Inner(stream: stream))
     }
 
     public var sampleRate: Double? { rate }

@@ -5,7 +5,7 @@ import EarshotCore
 /// Decoding on demand keeps memory flat however long the file is, and lets a paced source that
 /// is read late skip audio without having held it.
 ///
-/// Not thread-safe: its owners keep it inside a `Mutex` and use it only under the lock, which is
+/// Not thread-safe: its owners keep it inside a `Locked` (a mutex) and use it only under the lock, which is
 /// what the unchecked `Sendable` stands for (it lets a caller's buffer meet it under the lock).
 final class MonoFileStream: @unchecked Sendable {
     let path: String

@@ -1,5 +1,5 @@
 import EarshotCore
-import Synchronization
+import EarshotSync
 
 /// An audio file as an `AudioSource` that behaves like a sound card playing it: samples become
 /// readable as wall-clock time passes, for demos and latency measurements.
@@ -26,7 +26,7 @@ public final class PacedFileAudioSource: AudioSource {
         /// Samples of earlier passes through the file (looping).
         var framesOfEarlierPasses = 0
     }
-    private let inner: Mutex<Inner>
+    private let inner: Locked<Inner>
     private let rate: Double
     private let blockFrames: Int
     private let capacity: Int
@@ -59,7 +59,7 @@ public final class PacedFileAudioSource: AudioSource {
         blockFrames = max(1, Int((max(blockDuration, 0.001) * rate).rounded()))
         capacity = max(blockFrames, Int((max(bufferDuration, 0.01) * rate).rounded()))
         self.clock = clock
-        inner = Mutex(Inner(stream: stream))
+        inner = Locked(Inner(stream: stream))
     }
 
     public var sampleRate: Double? { rate }

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSync
 import EarshotTransport
 import EarshotWire
 import Foundation
@@ -227,7 +228,7 @@ enum DaemonBenchmark {
 }
 
 final class SharedList: Sendable {
-    private let values = Mutex<[Double]>([])
+    private let values = Locked<[Double]>([])
     func append(_ v: Double) { values.withLock { $0.append(v) } }
     var all: [Double] { values.withLock { $0 } }
 }

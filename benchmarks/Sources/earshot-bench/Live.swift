@@ -2,9 +2,9 @@ import CMallocCounter
 import EarshotAudio
 import EarshotCore
 import EarshotLive
+import EarshotSync
 import EarshotTestSupport
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -47,8 +47,8 @@ struct LiveReport {
 
 /// A value set on one thread and read on another.
 final class SharedValue<T: Sendable>: Sendable {
-    private let value: Mutex<T>
-    init(_ initial: T) { value = Mutex(initial) }
+    private let value: Locked<T>
+    init(_ initial: T) { value = Locked(initial) }
     func set(_ v: T) { value.withLock { $0 = v } }
     func get() -> T { value.withLock { $0 } }
 }
