@@ -167,9 +167,8 @@ final class EventLog: Sendable {
         #expect(progress.isInOrder)
         #expect(active.dropped == 0)
         #expect(publisher.statistics.dropped == 0)
-        // Never blocked: waiting for the stalled subscriber would have taken forever. (The bound
-        // is loose because the test thread itself may be preempted on a busy machine.)
-        #expect(slowestPublish < .seconds(1))
+        // Never blocked: waiting for the stalled subscriber would have taken forever, so getting
+        // here is the proof (how long one publish takes is the daemon benchmark's business).
 
         // The stalled subscriber can hold 10 messages + the publisher's 2000 for it + two small
         // kernel buffers: a fraction of the 50 000 (draining it in a trial run gave seqs 1 to
