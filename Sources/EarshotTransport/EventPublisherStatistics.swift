@@ -11,7 +11,7 @@ public struct EventPublisherStatistics: Sendable, Equatable {
     /// or a key removed from the allow-list).
     public var resets = 0
     /// Attempts to bind the new socket after a reset that found the port still taken (retried
-    /// every 20 ms).
+    /// after 20 ms, then at doubling intervals up to 1 s).
     public var rebindFailures = 0
 
     public init() {}

@@ -18,6 +18,8 @@ final class HandshakeMonitor: LoopAttachment, @unchecked Sendable {
     private let loop: LoopCore
     // Loop thread only.
     private var isDetached = false
+    /// Detaching was asked for (it takes effect on the next loop turn).
+    private var leaving = false
 
     /// Starts monitoring `server` (call before it binds) and attaches to `loop`.
     @discardableResult
@@ -67,8 +69,6 @@ final class HandshakeMonitor: LoopAttachment, @unchecked Sendable {
         }
         return nil
     }
-
-    private var leaving = false
 
     func timerFired(now: ContinuousClock.Instant) {}
 

@@ -30,7 +30,10 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     private var rebindAt: ContinuousClock.Instant?
     private var nextHeartbeat: ContinuousClock.Instant
     private var isDetached = false
-    static let rebindRetry: Duration = .milliseconds(20)
+    /// The wait before the next bind attempt: 20 ms at first, doubling to 1 s (a port another
+    /// process took stays taken; each attempt makes a socket and its monitor).
+    private var rebindDelay = PublisherCore.firstRebindDelay
+    static let firstRebindDelay: Duration = .milliseconds(20)
 
     init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, socket: ZMQSocket, endpoints: [String],
          makeSocket: @escaping @Sendable () throws(TransportError) -> ZMQSocket, loop: LoopCore) {
@@ -133,8 +136,10 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
             }
             socket = fresh
             rebindAt = nil
+            rebindDelay = Self.firstRebindDelay
         } catch {
-            rebindAt = now + Self.rebindRetry
+            rebindAt = now + rebindDelay
+            rebindDelay = min(rebindDelay * 2, .seconds(1))
             state.withLock { $0.statistics.rebindFailures += 1 }
         }
     }

@@ -29,6 +29,8 @@ final class ZMQSocket: @unchecked Sendable {
 
     let kind: Kind
     private(set) var handle: UnsafeMutableRawPointer?
+    /// `monitor` was called and `stopMonitoring` not yet.
+    private var isMonitored = false
     /// Reused for every frame received, so receiving allocates only the frame's bytes.
     let frame: UnsafeMutablePointer<zmq_msg_t>
 
@@ -112,8 +114,6 @@ final class ZMQSocket: @unchecked Sendable {
         zmq_socket_monitor(handle, nil, 0)
         isMonitored = false
     }
-
-    private var isMonitored = false
 
     /// The endpoint of the last bind or connect, with a real port where port 0 or `*` was asked.
     func lastEndpoint() throws(TransportError) -> String {

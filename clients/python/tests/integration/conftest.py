@@ -17,35 +17,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from daemon_env import free_port, require
+
 from earshot_client import Client, RpcError, pb
 
 READY_TIMEOUT = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _require(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        pytest.fail(
-            f"{name} is not set: the integration tests need EARSHOTD, EARSHOT_TEST_CATALOG and "
-            "EARSHOT_TEST_AUDIO (see clients/python/README.md); deselect them with -m 'not integration'",
-            pytrace=False,
-        )
-    if name != "EARSHOT_TEST_ITEM" and not os.path.exists(value):
-        pytest.fail(f"{name}={value}: no such file", pytrace=False)
-    return value
 
 
 @dataclasses.dataclass
@@ -73,9 +55,9 @@ class Daemon:
 
 @pytest.fixture(scope="session")
 def earshotd(tmp_path_factory):
-    binary = _require("EARSHOTD")
-    catalog_file = _require("EARSHOT_TEST_CATALOG")
-    audio = os.path.abspath(_require("EARSHOT_TEST_AUDIO"))
+    binary = require("EARSHOTD")
+    catalog_file = require("EARSHOT_TEST_CATALOG")
+    audio = os.path.abspath(require("EARSHOT_TEST_AUDIO"))
     item_id = os.environ.get("EARSHOT_TEST_ITEM") or Path(audio).stem
 
     root = tmp_path_factory.mktemp("earshotd")
@@ -106,8 +88,8 @@ def earshotd(tmp_path_factory):
             ]
         )
     )
-    rpc = f"tcp://127.0.0.1:{_free_port()}"
-    events = f"tcp://127.0.0.1:{_free_port()}"
+    rpc = f"tcp://127.0.0.1:{free_port()}"
+    events = f"tcp://127.0.0.1:{free_port()}"
     log_path = root / "earshotd.log"
     log = open(log_path, "wb")
     process = subprocess.Popen(

@@ -12,31 +12,19 @@ import time
 import pytest
 import zmq
 
+from daemon_env import free_port, require
+
 from earshot_client import Client, RpcError, StatusCode, Subscriber, Topics, pb
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _require(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        pytest.fail(f"{name} is not set (see conftest.py)", pytrace=False)
-    return value
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def secure_daemon(tmp_path_factory):
-    binary = _require("EARSHOTD")
-    catalog = _require("EARSHOT_TEST_CATALOG")
-    audio = os.path.abspath(_require("EARSHOT_TEST_AUDIO"))
+    binary = require("EARSHOTD")
+    catalog = require("EARSHOT_TEST_CATALOG")
+    audio = os.path.abspath(require("EARSHOT_TEST_AUDIO"))
     root = tmp_path_factory.mktemp("earshotd-curve")
     state = root / "state"
     (state / "catalogs").mkdir(parents=True)
@@ -45,7 +33,7 @@ def secure_daemon(tmp_path_factory):
     key_file = root / "operator.key"
     key_file.write_text(f"# test operator\n{secret}\n")
     (state / "clients.allow").write_text(f"{public} py-operator operator\n")
-    rpc, events = f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}"
+    rpc, events = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     log_path = root / "earshotd.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
