@@ -192,6 +192,9 @@ public nonisolated struct Earshot_V1_HealthEvent: Sendable {
 
   public var status: Earshot_V1_ServingStatus = .unknown
 
+  /// As HealthCheckResponse.message (for the whole daemon, service "").
+  public var message: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -455,7 +458,7 @@ nonisolated extension Earshot_V1_CatalogEvent.Kind: SwiftProtobuf._ProtoNameProv
 
 nonisolated extension Earshot_V1_HealthEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HealthEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}status\0\u{1}message\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -464,6 +467,7 @@ nonisolated extension Earshot_V1_HealthEvent: SwiftProtobuf.Message, SwiftProtob
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self.status) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
       default: break
       }
     }
@@ -473,11 +477,15 @@ nonisolated extension Earshot_V1_HealthEvent: SwiftProtobuf.Message, SwiftProtob
     if self.status != .unknown {
       try visitor.visitSingularEnumField(value: self.status, fieldNumber: 1)
     }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_HealthEvent, rhs: Earshot_V1_HealthEvent) -> Bool {
     if lhs.status != rhs.status {return false}
+    if lhs.message != rhs.message {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

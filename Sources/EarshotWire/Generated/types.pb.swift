@@ -106,6 +106,44 @@ public nonisolated enum Earshot_V1_SessionState: SwiftProtobuf.Enum, Swift.CaseI
 
 }
 
+public nonisolated enum Earshot_V1_CatalogState: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case loaded // = 1
+  case failed // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .loaded
+    case 2: self = .failed
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .loaded: return 1
+    case .failed: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Earshot_V1_CatalogState] = [
+    .unspecified,
+    .loaded,
+    .failed,
+  ]
+
+}
+
 public nonisolated struct Earshot_V1_TimeRange: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -327,6 +365,12 @@ public nonisolated struct Earshot_V1_CatalogSummary: Sendable {
   /// The catalog the session matches against.
   public var active: Bool = false
 
+  /// LOADED: verified and memory-mapped. FAILED: left out; `failure` says why, and only `name`
+  /// is set besides (a catalog that does not verify has no trustworthy counts).
+  public var state: Earshot_V1_CatalogState = .unspecified
+
+  public var failure: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -342,6 +386,10 @@ nonisolated extension Earshot_V1_MatchOutcome: SwiftProtobuf._ProtoNameProviding
 
 nonisolated extension Earshot_V1_SessionState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SESSION_STATE_UNSPECIFIED\0\u{1}SESSION_STATE_IDLE\0\u{1}SESSION_STATE_PRERECORDING\0\u{1}SESSION_STATE_MATCHING\0")
+}
+
+nonisolated extension Earshot_V1_CatalogState: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CATALOG_STATE_UNSPECIFIED\0\u{1}CATALOG_STATE_LOADED\0\u{1}CATALOG_STATE_FAILED\0")
 }
 
 nonisolated extension Earshot_V1_TimeRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -753,7 +801,7 @@ nonisolated extension Earshot_V1_CaptureStatistics: SwiftProtobuf.Message, Swift
 
 nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CatalogSummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0\u{1}state\0\u{1}failure\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -768,6 +816,8 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
       case 5: try { try decoder.decodeSingularDoubleField(value: &self.minimumQueryDuration) }()
       case 6: try { try decoder.decodeSingularDoubleField(value: &self.maximumQueryDuration) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self.active) }()
+      case 8: try { try decoder.decodeSingularEnumField(value: &self.state) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.failure) }()
       default: break
       }
     }
@@ -795,6 +845,12 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
     if self.active != false {
       try visitor.visitSingularBoolField(value: self.active, fieldNumber: 7)
     }
+    if self.state != .unspecified {
+      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 8)
+    }
+    if !self.failure.isEmpty {
+      try visitor.visitSingularStringField(value: self.failure, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -806,6 +862,8 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
     if lhs.minimumQueryDuration != rhs.minimumQueryDuration {return false}
     if lhs.maximumQueryDuration != rhs.maximumQueryDuration {return false}
     if lhs.active != rhs.active {return false}
+    if lhs.state != rhs.state {return false}
+    if lhs.failure != rhs.failure {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65\x61rshot/v1/health.proto\x12\nearshot.v1\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"@\n\x13HealthCheckResponse\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.earshot.v1.ServingStatus\"\x11\n\x0fGetStatsRequest\"\x8f\x01\n\x05Stats\x12\x31\n\x08\x63ounters\x18\x01 \x03(\x0b\x32\x1f.earshot.v1.Stats.CountersEntry\x12\x11\n\tuptime_ms\x18\x02 \x01(\x03\x12\x0f\n\x07version\x18\x03 \x01(\t\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01*\x8b\x01\n\rServingStatus\x12\x1a\n\x16SERVING_STATUS_UNKNOWN\x10\x00\x12\x1a\n\x16SERVING_STATUS_SERVING\x10\x01\x12\x1e\n\x1aSERVING_STATUS_NOT_SERVING\x10\x02\x12\"\n\x1eSERVING_STATUS_SERVICE_UNKNOWN\x10\x03\x32\xda\x01\n\x06Health\x12H\n\x05\x43heck\x12\x1e.earshot.v1.HealthCheckRequest\x1a\x1f.earshot.v1.HealthCheckResponse\x12J\n\x05Watch\x12\x1e.earshot.v1.HealthCheckRequest\x1a\x1f.earshot.v1.HealthCheckResponse0\x01\x12:\n\x08GetStats\x12\x1b.earshot.v1.GetStatsRequest\x1a\x11.earshot.v1.Statsb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65\x61rshot/v1/health.proto\x12\nearshot.v1\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"Q\n\x13HealthCheckResponse\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.earshot.v1.ServingStatus\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x11\n\x0fGetStatsRequest\"\x8f\x01\n\x05Stats\x12\x31\n\x08\x63ounters\x18\x01 \x03(\x0b\x32\x1f.earshot.v1.Stats.CountersEntry\x12\x11\n\tuptime_ms\x18\x02 \x01(\x03\x12\x0f\n\x07version\x18\x03 \x01(\t\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01*\x8b\x01\n\rServingStatus\x12\x1a\n\x16SERVING_STATUS_UNKNOWN\x10\x00\x12\x1a\n\x16SERVING_STATUS_SERVING\x10\x01\x12\x1e\n\x1aSERVING_STATUS_NOT_SERVING\x10\x02\x12\"\n\x1eSERVING_STATUS_SERVICE_UNKNOWN\x10\x03\x32\xda\x01\n\x06Health\x12H\n\x05\x43heck\x12\x1e.earshot.v1.HealthCheckRequest\x1a\x1f.earshot.v1.HealthCheckResponse\x12J\n\x05Watch\x12\x1e.earshot.v1.HealthCheckRequest\x1a\x1f.earshot.v1.HealthCheckResponse0\x01\x12:\n\x08GetStats\x12\x1b.earshot.v1.GetStatsRequest\x1a\x11.earshot.v1.Statsb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'earshot.v1.health_pb2', globals())
@@ -22,18 +22,18 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _STATS_COUNTERSENTRY._options = None
   _STATS_COUNTERSENTRY._serialized_options = b'8\001'
-  _SERVINGSTATUS._serialized_start=310
-  _SERVINGSTATUS._serialized_end=449
+  _SERVINGSTATUS._serialized_start=327
+  _SERVINGSTATUS._serialized_end=466
   _HEALTHCHECKREQUEST._serialized_start=39
   _HEALTHCHECKREQUEST._serialized_end=76
   _HEALTHCHECKRESPONSE._serialized_start=78
-  _HEALTHCHECKRESPONSE._serialized_end=142
-  _GETSTATSREQUEST._serialized_start=144
-  _GETSTATSREQUEST._serialized_end=161
-  _STATS._serialized_start=164
-  _STATS._serialized_end=307
-  _STATS_COUNTERSENTRY._serialized_start=260
-  _STATS_COUNTERSENTRY._serialized_end=307
-  _HEALTH._serialized_start=452
-  _HEALTH._serialized_end=670
+  _HEALTHCHECKRESPONSE._serialized_end=159
+  _GETSTATSREQUEST._serialized_start=161
+  _GETSTATSREQUEST._serialized_end=178
+  _STATS._serialized_start=181
+  _STATS._serialized_end=324
+  _STATS_COUNTERSENTRY._serialized_start=277
+  _STATS_COUNTERSENTRY._serialized_end=324
+  _HEALTH._serialized_start=469
+  _HEALTH._serialized_end=687
 # @@protoc_insertion_point(module_scope)
