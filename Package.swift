@@ -95,7 +95,8 @@ let package = Package(
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(
             name: "EarshotTransportTests",
-            dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "CZMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "EarshotTestSupport", "CZMQ",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
     ]
