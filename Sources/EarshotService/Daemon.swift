@@ -144,6 +144,8 @@ public final class Daemon: Sendable {
             all["connections_peak"] = UInt64(connections.peak)
             all["connections_refused"] = UInt64(connections.refused)
             all["connections_limit"] = UInt64(limiter.limits.maximumConnections)
+            all["connections_door_closings"] = UInt64(connections.closings)
+            all["connections_blocked_addresses"] = UInt64(connections.blockedAddresses)
             let refusals = daemonSecurity?.security.allowList.rejections ?? .init()
             all["security_refused"] = UInt64(refusals.count)
             all["security_failed_handshakes"] = UInt64(refusals.failedHandshakes)
@@ -154,6 +156,7 @@ public final class Daemon: Sendable {
             all["events_subscriber_resets"] = UInt64(events.resets)
             all["events_subscriptions"] = UInt64(events.subscriptions)
             all["events_subscriptions_ignored"] = UInt64(events.ignoredSubscriptions)
+            all["events_subscribers_cut_off"] = UInt64(events.subscribersCutOff)
             return all
         }
         RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)

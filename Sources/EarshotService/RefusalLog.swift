@@ -11,8 +11,9 @@ final class RefusalLog: Sendable {
     private let logger: Logger
     private let limiter: ConnectionLimiter
     private let server: RpcServer
-    /// Counts already told, and when the log last spoke.
-    private let told = Locked<(connections: Int, calls: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
+    /// Counts already told (door closings, connections shut after accept, calls), and when the
+    /// log last spoke.
+    private let told = Locked<(closings: Int, connections: Int, calls: Int, at: ContinuousClock.Instant?)>((0, 0, 0, nil))
 
     init(logger: Logger, limiter: ConnectionLimiter, server: RpcServer) {
         self.logger = logger
@@ -33,14 +34,25 @@ final class RefusalLog: Sendable {
     func tell(now: ContinuousClock.Instant) {
         let connections = limiter.statistics
         let calls = server.statistics
-        let (toldConnections, toldCalls, at) = told.withLock { $0 }
-        guard connections.refused > toldConnections || calls.rejected > toldCalls,
-              at.map({ now - $0 >= Self.interval }) ?? true
-        else { return }
-        told.withLock { $0 = (connections.refused, calls.rejected, now) }
+        let (toldClosings, toldConnections, toldCalls, at) = told.withLock { $0 }
+        let connectionNews = connections.closings > toldClosings || connections.refused > toldConnections
+            || (connections.blockedAddresses > 0 && at == nil)
+        guard connectionNews || calls.rejected > toldCalls, at.map({ now - $0 >= Self.interval }) ?? true else { return }
+        told.withLock { $0 = (connections.closings, connections.refused, calls.rejected, now) }
         let window = at == nil ? "" : " in the last minute"
-        if connections.refused > toldConnections {
-            logger.warning("refused \(connections.refused - toldConnections) connection(s)\(window): \(connections.lastRefusal ?? "limit reached") (last from \(connections.lastRefusedAddress ?? "?")); \(connections.open) open, at most \(limiter.limits.maximumConnections) (rpc.max_connections and the descriptor limit)")
+        if connectionNews {
+            let limits = limiter.limits
+            var what: [String] = []
+            if connections.closings > toldClosings {
+                what.append("closed to new connections \(connections.closings - toldClosings) time(s)\(window) at \(limits.maximumConnections) open")
+            }
+            if connections.blockedAddresses > 0 {
+                what.append("\(connections.blockedAddresses) address(es) at their limit of \(limits.maximumPerAddress) turned away")
+            }
+            if connections.refused > toldConnections {
+                what.append("\(connections.refused - toldConnections) connection(s) shut just after accept (last: \(connections.lastRefusal ?? "?"), from \(connections.lastRefusedAddress ?? "?"))")
+            }
+            logger.warning("connection limit reached: \(what.joined(separator: "; ")); \(connections.open) open now (rpc.max_connections, rpc.max_connections_per_address and the descriptor limit set these)")
         }
         if calls.rejected > toldCalls {
             logger.warning("refused \(calls.rejected - toldCalls) call(s) over the in-flight limits\(window) (RESOURCE_EXHAUSTED); last: \(calls.lastRejection ?? "?")")

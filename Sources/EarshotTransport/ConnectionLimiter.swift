@@ -8,13 +8,18 @@ import EarshotSync
 /// sockets), so that connections — above all ones that never finish a handshake — can never take
 /// the descriptors the process needs for its own files, catalogs, sound card and database.
 ///
-/// libzmq accepts every connection itself; the first moment to say no is just after, when the
-/// socket monitor reports the accepted descriptor. A connection over a limit is then shut down
-/// with `shutdown(2)`, never `close(2)`: the descriptor stays libzmq's, which reads the end of
-/// the stream and closes it. Refusing costs an accept and a shutdown, before any handshake work.
-/// Connections already open are never touched, so clients that are in stay served.
+/// libzmq accepts every connection itself, so the limits act in two places:
 ///
-/// All calls come from the transport loop's thread; the lock is for readers of `statistics`.
+/// - at the door: when the limit is reached, the sockets' `ListenerGate`s have the kernel drop
+///   new connection requests (for one address, when that address is at its own limit), so a
+///   flood costs no accept and no descriptor; the gate opens again once a few places are free;
+/// - just after accepting, for what got past the door before it closed: the socket monitor
+///   reports the descriptor and a connection over a limit is shut down with `shutdown(2)`, never
+///   `close(2)` (the descriptor stays libzmq's, which reads the end of the stream and closes it).
+///
+/// Connections already open are never touched, so clients that are in stay served. Calls come
+/// from the transport loop's thread (and `guardListeners` from the thread binding the socket);
+/// the lock is for those and for readers of `statistics`.
 public final class ConnectionLimiter: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Connections open at once over every socket sharing the limiter.
@@ -37,6 +42,13 @@ public final class ConnectionLimiter: Sendable {
         /// Why the last one was refused, and its address.
         public var lastRefusal: String?
         public var lastRefusedAddress: String?
+        /// Whether the listeners turn every new connection away now, and how often they began to.
+        public var closedToNewConnections = false
+        public var closings = 0
+        /// Addresses whose new connections are turned away now (at their own limit).
+        public var blockedAddresses = 0
+        /// Listening sockets under the limiter's control.
+        public var guardedListeners = 0
 
         public init() {}
     }
@@ -50,6 +62,9 @@ public final class ConnectionLimiter: Sendable {
         var open: [Int32: Connection] = [:]
         var perAddress: [String: Int] = [:]
         var statistics = Statistics()
+        var gates: [ObjectIdentifier: ListenerGate] = [:]
+        var closed = false
+        var blocked: Set<String> = []
 
         mutating func remove(_ fd: Int32) {
             guard let gone = open.removeValue(forKey: fd) else { return }
@@ -61,6 +76,11 @@ public final class ConnectionLimiter: Sendable {
 
     public let limits: Limits
     private let state = Locked(State())
+
+    /// The listen backlog of the server sockets: connections the kernel completes before libzmq
+    /// accepts them, all of which can get past a door that closes as they arrive. Small, so that
+    /// such a burst stays well inside the descriptors kept in reserve.
+    static let listenBacklog: Int32 = 32
 
     public init(limits: Limits) {
         self.limits = limits
@@ -87,6 +107,7 @@ public final class ConnectionLimiter: Sendable {
             s.perAddress[address, default: 0] += 1
             s.statistics.open = s.open.count
             s.statistics.peak = max(s.statistics.peak, s.open.count)
+            updateGates(&s)
             return nil
         }
         guard let refusal else { return true }
@@ -95,8 +116,55 @@ public final class ConnectionLimiter: Sendable {
             $0.statistics.refused += 1
             $0.statistics.lastRefusal = refusal
             $0.statistics.lastRefusedAddress = address
+            updateGates(&$0)
         }
         return false
+    }
+
+    /// Puts the listening sockets of `endpoints` (bound by socket `owner`) under the limits.
+    /// Call right after binding; `forget` before closing the socket.
+    func guardListeners(of owner: ObjectIdentifier, boundTo endpoints: [String]) {
+        guard let gate = ListenerGate.find(boundTo: endpoints) else { return }
+        state.withLock { s in
+            s.gates[owner] = gate
+            s.statistics.guardedListeners = s.gates.values.reduce(0) { $0 + $1.listeners.count }
+            gate.apply(closed: s.closed, blocked: Self.ipv4(s.blocked))
+        }
+    }
+
+    /// Stops touching the listeners of socket `owner` (it is about to close them).
+    func forget(_ owner: ObjectIdentifier) {
+        state.withLock { s in
+            s.gates[owner] = nil
+            s.statistics.guardedListeners = s.gates.values.reduce(0) { $0 + $1.listeners.count }
+        }
+    }
+
+    /// Closes the door at the limit and opens it again a few places below (so that it does not
+    /// flap with every connection); the same for each address at its own limit.
+    private func updateGates(_ s: inout State) {
+        let maximum = limits.maximumConnections, perAddress = limits.maximumPerAddress
+        var closed = s.closed
+        if s.open.count >= maximum { closed = true }
+        if s.open.count <= maximum - max(2, maximum / 16) { closed = false }
+        var blocked = s.blocked.filter { s.perAddress[$0, default: 0] > perAddress - max(1, perAddress / 16) }
+        for (address, count) in s.perAddress where count >= perAddress { blocked.insert(address) }
+        guard closed != s.closed || blocked != s.blocked else { return }
+        if closed && !s.closed { s.statistics.closings += 1 }
+        s.closed = closed
+        s.blocked = blocked
+        s.statistics.closedToNewConnections = closed
+        s.statistics.blockedAddresses = blocked.count
+        let addresses = Self.ipv4(blocked)
+        for gate in s.gates.values { gate.apply(closed: closed, blocked: addresses) }
+    }
+
+    /// IPv4 addresses in host byte order (others cannot be named in a filter).
+    private static func ipv4(_ addresses: Set<String>) -> [UInt32] {
+        addresses.compactMap { text in
+            var address = in_addr()
+            return inet_pton(AF_INET, text, &address) == 1 ? UInt32(bigEndian: address.s_addr) : nil
+        }
     }
 
     /// The connection on `fd` of socket `owner` has closed.
@@ -105,6 +173,7 @@ public final class ConnectionLimiter: Sendable {
             // Another socket's connection may hold the number by now; leave that one be.
             guard s.open[fd]?.owner == owner else { return }
             s.remove(fd)
+            updateGates(&s)
         }
     }
 

@@ -37,6 +37,7 @@ public final class EventPublisher: Sendable {
             // A connection that has not finished its handshake in 5 s is a scanner or broken:
             // don't let such connections pile up for libzmq's default 30 s.
             try socket.set(.handshakeInterval, 5000)
+            try socket.set(.backlog, ConnectionLimiter.listenBacklog)
             // Every listed role may subscribe, so the allow-list alone decides.
             try security?.apply(to: socket)
             return socket

@@ -75,7 +75,19 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     func start(socket: ZMQSocket, endpoints: [String]) {
         self.socket = socket
         self.endpoints = endpoints
+        limiter?.guardListeners(of: ObjectIdentifier(socket), boundTo: endpoints)
         loop.attach(self)
+    }
+
+    /// Closes the socket; the limiter lets go of its listeners first.
+    private func closeSocket() {
+        guard let socket else { return }
+        limiter?.forget(ObjectIdentifier(socket))
+        socket.close()
+        self.socket = nil
+        monitor = nil
+        asked.removeAll()
+        cutOff.removeAll()
     }
 
     var heads: [String: UInt64] { state.withLock { $0.heads } }
@@ -185,8 +197,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
 
     func detached() {
         isDetached = true
-        socket?.close()
-        socket = nil
+        closeSocket()
     }
 
     /// Closes the socket, which ends every subscriber's connection, and binds a new one on the
@@ -195,11 +206,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     func resetSubscribers() {
         loop.enqueue { [self] in
             guard !isDetached else { return }
-            socket?.close()
-            socket = nil
-            monitor = nil
-            asked.removeAll()
-            cutOff.removeAll()
+            closeSocket()
             rebindAt = .now
             state.withLock { $0.statistics.resets += 1 }
         }
@@ -221,6 +228,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
                 }
             }
             socket = fresh
+            limiter?.guardListeners(of: ObjectIdentifier(fresh), boundTo: endpoints)
             rebindAt = nil
             rebindDelay = Self.firstRebindDelay
         } catch {

@@ -32,6 +32,8 @@ public final class RpcServer: Sendable {
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
+        // What a burst can get past a closed door before it closes (see ConnectionLimiter).
+        try socket.set(.backlog, ConnectionLimiter.listenBacklog)
         try configuration.security?.apply(to: socket)
         let core = RpcServerCore(loop: loop.core, socket: socket, configuration: configuration)
         // Before binding, so that no connection goes unseen; the core is held weakly (the loop
@@ -46,6 +48,7 @@ public final class RpcServer: Sendable {
             bound.append(try socket.lastEndpoint())
         }
         boundEndpoints = bound
+        configuration.connectionLimiter?.guardListeners(of: ObjectIdentifier(socket), boundTo: bound)
         self.loop = loop
         self.core = core
         loop.core.attach(core)

@@ -131,6 +131,8 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             cancel(call, RpcError(.unavailable, "the server is shutting down"), notifyPeer: false)
         }
         unsentReplies.removeAll()
+        // Its listeners close with it: the limiter must not touch those descriptors again.
+        configuration.connectionLimiter?.forget(ObjectIdentifier(socket))
         socket.close()
     }
 

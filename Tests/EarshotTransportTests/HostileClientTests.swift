@@ -245,26 +245,45 @@ struct HostileClientTests {
 
     // MARK: Connection floods
 
-    @Test func connectionsOverTheLimitAreClosedAndTheOthersServed() async throws {
+    @Test func connectionsOverTheLimitAreTurnedAwayAndTheOthersServed() async throws {
         let limiter = ConnectionLimiter(limits: .init(maximumConnections: 6, maximumPerAddress: 6))
         let echo = try EchoServer { $0.connectionLimiter = limiter }
         defer { echo.stop() }
+        #expect(limiter.statistics.guardedListeners == 1)
         let client = try makeClient(echo.endpoint)
         defer { client.close() }
         _ = try await client.call(Echo.say, Echo.request("before"))
         let flood = try ConnectionFlood(endpoint: echo.endpoint, connections: 40)
-        #expect(await eventually { limiter.statistics.refused >= 20 })
-        #expect(limiter.statistics.open <= 6)
+        // The door closes at the limit: the kernel drops new connection requests.
+        #expect(await eventually { limiter.statistics.closedToNewConnections })
         #expect(limiter.statistics.peak <= 6)
         // The client that was in keeps being served during the flood.
         for i in 0..<20 {
             let reply = try await client.call(Echo.say, Echo.request("during \(i)"))
             #expect(reply.service == "during \(i)")
+            #expect(limiter.statistics.open <= 6)
         }
         flood.stop()
-        #expect(flood.closedByServer > 0)
-        // Once the flood is over, its places free up and newcomers get in.
-        #expect(await eventually { limiter.statistics.open == 1 })
+        // Once the flood is over, its places free up, the door opens and newcomers get in.
+        #expect(await eventually { limiter.statistics.open == 1 && !limiter.statistics.closedToNewConnections })
+        #expect(limiter.statistics.closings >= 1)
         try await echo.expectHealthy()
+    }
+
+    @Test func anAddressAtItsLimitIsTurnedAwayAlone() async throws {
+        // Loopback has many addresses: 127.0.0.1 floods, 127.0.0.2 is a newcomer.
+        let limiter = ConnectionLimiter(limits: .init(maximumConnections: 40, maximumPerAddress: 5))
+        let echo = try EchoServer { $0.connectionLimiter = limiter }
+        defer { echo.stop() }
+        let flood = try ConnectionFlood(endpoint: echo.endpoint, connections: 30)
+        defer { flood.stop() }
+        #expect(await eventually { limiter.statistics.blockedAddresses == 1 })
+        #expect(!limiter.statistics.closedToNewConnections)
+        // libzmq's "source;peer" endpoint: connect from 127.0.0.2.
+        let newcomer = try makeClient(echo.endpoint.replacingOccurrences(of: "tcp://", with: "tcp://127.0.0.2:0;"))
+        defer { newcomer.close() }
+        let reply = try await newcomer.call(Echo.say, Echo.request("from elsewhere"))
+        #expect(reply.service == "from elsewhere")
+        #expect(limiter.statistics.open <= 6)
     }
 }

@@ -27,6 +27,8 @@ extension ZMQSocketOption where Value == Int32 {
     static var heartbeatTTL: Self { .init(ZMQ_HEARTBEAT_TTL, "ZMQ_HEARTBEAT_TTL") }
     /// Milliseconds a new connection has to finish its handshake, security included.
     static var handshakeInterval: Self { .init(ZMQ_HANDSHAKE_IVL, "ZMQ_HANDSHAKE_IVL") }
+    /// Connections the kernel completes before libzmq accepts them (the listen backlog).
+    static var backlog: Self { .init(ZMQ_BACKLOG, "ZMQ_BACKLOG") }
 }
 
 extension ZMQSocketOption where Value == Int64 {
