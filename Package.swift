@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "earshot-bench",
             dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
-                           "EarshotTestSupport", "CMallocCounter"],
+                           "EarshotTestSupport", "CMallocCounter", "CZMQ"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 

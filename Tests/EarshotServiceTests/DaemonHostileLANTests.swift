@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotTestSupport
 import EarshotWire
 import Foundation
@@ -120,21 +121,27 @@ struct DaemonHostileLANTests {
         let daemon = try DaemonHarness(settings: Self.quiet)
         let viewer = try daemon.client(.viewer)
         defer { viewer.close() }
-        let stream = Task { () async throws -> Int in
+        let ending = Locked<Result<Int, any Error>?>(nil)
+        let stream = Task {
             var statuses = 0
-            for try await _ in viewer.stream(Methods.Health.watch, Earshot_V1_HealthCheckRequest(), timeout: .seconds(86_400)) {
-                statuses += 1
+            do {
+                for try await _ in viewer.stream(Methods.Health.watch, Earshot_V1_HealthCheckRequest(), timeout: .seconds(86_400)) {
+                    statuses += 1
+                }
+                ending.withLock { $0 = .success(statuses) }
+            } catch {
+                ending.withLock { $0 = .failure(error) }
             }
-            return statuses
         }
+        defer { stream.cancel() }
         #expect(try await waitFor(.seconds(10)) { try await counter("rpc_in_flight", daemon) >= 2 })
         // The viewer's line leaves the allow-list (the daemon sees the change within a second).
         let keep = try String(contentsOf: daemon.allowListURL, encoding: .utf8)
             .split(separator: "\n").filter { !$0.contains(" viewer viewer") }.joined(separator: "\n") + "\n"
         try keep.write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
-        let ended = await stream.result
-        guard case .failure(let error as RpcError) = ended else {
-            Issue.record("the stream of a revoked key went on: \(ended)")
+        _ = await waitFor(.seconds(10)) { ending.withLock { $0 != nil } }
+        guard case .failure(let error as RpcError) = ending.withLock({ $0 }) else {
+            Issue.record("the stream of a revoked key went on: \(String(describing: ending.withLock { $0 }))")
             return
         }
         #expect(error.code == .unauthenticated)

@@ -250,12 +250,14 @@ final class DaemonProcess {
     private(set) var events = ""
     var pid: Int32 { process.processIdentifier }
 
-    init(path: String, state: String, programme: String, settings: [String]) throws {
+    /// With `fileLimit`, the daemon gets that many descriptors at most (soft and hard, through
+    /// prlimit, which execs it: the pid is the daemon's).
+    init(path: String, state: String, programme: String, settings: [String], fileLimit: Int? = nil) throws {
         log = "\(state)/../earshotd-\(UUID().uuidString.prefix(8)).log"
         FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
+        process.executableURL = URL(fileURLWithPath: fileLimit == nil ? path : "/usr/bin/prlimit")
+        process.arguments = (fileLimit.map { ["--nofile=\($0):\($0)", path] } ?? []) + ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
                              "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"] + settings
         process.standardOutput = handle
         process.standardError = handle
@@ -276,6 +278,11 @@ final class DaemonProcess {
         }
         throw BenchError("earshotd did not start")
     }
+
+    /// Descriptors the daemon has open now.
+    var openDescriptors: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0 }
+
+    var residentMegabytes: Double { ProcStatus.megabytes("VmRSS", pid: pid) ?? 0 }
 
     /// User + system CPU seconds of the daemon, from /proc.
     func cpuSeconds() -> Double {

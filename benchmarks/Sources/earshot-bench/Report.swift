@@ -50,11 +50,11 @@ struct RunEnvironment {
 }
 
 enum Report {
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, previous: String?) -> String {
+                       daemon: DaemonReport?, hostile: HostileReport?, previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -72,6 +72,10 @@ enum Report {
         if let daemon {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["daemon"] = daemonSection(env, daemon)
+        }
+        if let hostile {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["hostile"] = hostileSection(env, hostile)
         }
         var out = """
             # Earshot benchmark results
