@@ -31,6 +31,10 @@ public final class EventPublisher: Sendable {
             try socket.set(.sendHighWaterMark, sendHighWaterMark)
             // Only subscriptions come in; a peer sending anything big is not a subscriber.
             try socket.set(.maximumMessageSize, 4096)
+            // libzmq stores every subscription it reads (in its trie, even in manual mode) before
+            // the application sees it and can cut the connection off; what it reads in one go is
+            // bounded by this queue, so a subscriber sending thousands costs the daemon a few.
+            try socket.set(.receiveHighWaterMark, 32)
             try socket.set(.heartbeatInterval, 2000)
             try socket.set(.heartbeatTimeout, 6000)
             try socket.set(.heartbeatTTL, 6000)
