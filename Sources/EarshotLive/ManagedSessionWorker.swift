@@ -216,9 +216,9 @@ extension ManagedSession {
 
         private func pumpAudio() {
             guard let source else { return }
-            // Read first, whatever the state: a source without a thread (a paced file) retries
-            // inside its reads, and audio read before a failure is still audio heard.
-            let got = drain(source)
+            // Read whatever the state: a source without a thread (a paced file) retries inside
+            // its reads. What a failed source still holds was captured before it failed: stale.
+            let got = Self.isDown(source.state) ? discardLeftovers(source) : drain(source)
             switch source.state {
             case .failed(let error):
                 quietSince = .now
@@ -247,6 +247,20 @@ extension ManagedSession {
             guard problem != reportedProblem else { return }
             reportedProblem = problem
             perform(machine.captureFailed(problem))
+        }
+
+        /// Reads and drops what a failed source still holds; returns 0 (none of it is new audio).
+        /// It stops when the source is up again, whose audio is new.
+        private func discardLeftovers(_ source: any AudioSource) -> Int {
+            while Self.isDown(source.state), source.read(into: block) > 0 {}
+            return 0
+        }
+
+        private static func isDown(_ state: AudioSourceState) -> Bool {
+            switch state {
+            case .failed, .retrying: true
+            default: false
+            }
         }
 
         /// Moves what the source has ready into the window; returns how many samples that was.
