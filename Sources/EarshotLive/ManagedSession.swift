@@ -22,14 +22,17 @@ public final class ManagedSession: Sendable {
     /// What the session is doing, as observers see it.
     public struct Status: Sendable {
         public var state: State
-        /// Why the source is not delivering audio, while it is not.
+        /// Why the source is not delivering audio, from the failure until audio flows again.
         public var captureProblem: String?
         /// Seconds of audio in the prerecording window.
         public var window: Double
         /// Seconds of audio heard since capture started.
         public var heard: Double
         /// The item being followed by a `results` sequence or the last `result()`, with its
-        /// `predictedCurrentMatchOffset` moved on to the moment the status was taken.
+        /// `predictedCurrentMatchOffset` moved on to the moment the status was taken while audio
+        /// flows. It does not run ahead of the audio: it moves on by the clock at most
+        /// `extrapolationLimit` past the newest audio (so it stops when audio stops), and a
+        /// capture problem clears it (what was playing before is no longer known).
         public var currentMatch: MatchedMediaItem?
         public var sourceStatistics: AudioSourceStatistics
         /// Times the matcher ran. Requests that come before new audio share the last answer, so
@@ -40,16 +43,23 @@ public final class ManagedSession: Sendable {
     private let channel: Channel
     private let worker: Worker
 
+    /// Seconds past the newest audio that a status reader moves the current match on by the
+    /// clock: more than the session's turns between reads, little enough that the offset stops
+    /// soon after the audio does, before a stall is reported.
+    public static let extrapolationLimit = 1.0
+
     /// A session over `catalog` that captures from sources `source` makes. `staysPrepared`:
-    /// see `ManagedSessionMachine.Configuration`.
-    public init(catalog: MappedCatalog, staysPrepared: Bool = false, attemptInterval: Double = 1,
+    /// see `ManagedSessionMachine.Configuration`. `stallTimeout`: seconds a source that says it
+    /// runs may deliver nothing before the session reports a capture problem (sources that
+    /// detect their own stalls, such as ALSA devices after 2 s, usually report first).
+    public init(catalog: MappedCatalog, staysPrepared: Bool = false, attemptInterval: Double = 1, stallTimeout: Double = 5,
                 source: @escaping SourceFactory) {
         let configuration = ManagedSessionMachine.Configuration(
             minimumWindow: catalog.minimumQuerySignatureDuration, maximumWindow: catalog.maximumQuerySignatureDuration,
             attemptInterval: attemptInterval, staysPrepared: staysPrepared)
         let channel = Channel(status: Status(state: .idle, window: 0, heard: 0, sourceStatistics: .init()))
         self.channel = channel
-        let worker = Worker(catalog: catalog, configuration: configuration, makeSource: source)
+        let worker = Worker(catalog: catalog, configuration: configuration, stallTimeout: stallTimeout, makeSource: source)
         self.worker = worker
         let thread = Thread { worker.run(channel: channel) }
         thread.name = "earshot-session"
@@ -98,12 +108,12 @@ public final class ManagedSession: Sendable {
 
     public var state: State { channel.shared.withLock { $0.status.state } }
 
-    /// The current status; `currentMatch`'s predicted offset is moved on to now.
+    /// The current status; `currentMatch`'s predicted offset is moved on to now, while audio flows.
     public var status: Status {
         channel.shared.withLock { s in
             var status = s.status
             if var item = status.currentMatch, let at = s.currentMatchInstant {
-                let elapsed = Self.seconds(since: at)
+                let elapsed = min(Self.seconds(since: at), Self.extrapolationLimit)
                 item.predictedCurrentMatchOffset += elapsed * (1 + item.timeSkew)
                 status.currentMatch = item
             }
@@ -176,7 +186,7 @@ extension ManagedSession {
     struct Shared: Sendable {
         var commands: [Command] = []
         var status: Status
-        /// When `status.currentMatch`'s predicted offset was true.
+        /// When `status.currentMatch`'s predicted offset was true; nil while it must not move on.
         var currentMatchInstant: ContinuousClock.Instant?
         var statusObservers: [Int: AsyncStream<Status>.Continuation] = [:]
         var nextObserverID = 0

@@ -16,13 +16,17 @@ extension ManagedSession {
         let finished = Atomic<Bool>(false)
         private let matcher: Matcher
         private let windowSeconds: Double
+        private let stallTimeout: Double
         private var machine: ManagedSessionMachine
         private let makeSource: SourceFactory
         private var source: (any AudioSource)?
         private var fingerprinter: StreamingFingerprinter?
-        /// The source failed and has not delivered since: the window restarts when it does.
-        private var sourceFailed = false
-        private var finishedReported = false
+        /// The capture problem last reported to the machine for this source, until audio flows:
+        /// a source that stays down is reported once per reason, not once per turn or retry.
+        private var reportedProblem: String?
+        /// Since when a running source has delivered nothing: its last audio, or when it was
+        /// started or last seen failed (a device just reopened has not had time to deliver).
+        private var quietSince = ContinuousClock.now
         private var tracker = MatchTracker()
         private var waiting: [CheckedContinuation<MatchResult, Never>] = []
         private var resultObservers: [Int: AsyncStream<StreamingResult>.Continuation] = [:]
@@ -40,9 +44,11 @@ extension ManagedSession {
         private var lastAttempt: (audioVersion: Int, window: Double, result: MatchResult)?
         private var matchesComputed = 0
 
-        init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, makeSource: @escaping SourceFactory) {
+        init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, stallTimeout: Double,
+             makeSource: @escaping SourceFactory) {
             matcher = Matcher(catalog: catalog)
             windowSeconds = catalog.maximumQuerySignatureDuration
+            self.stallTimeout = stallTimeout
             machine = ManagedSessionMachine(configuration: configuration)
             self.makeSource = makeSource
             block = .allocate(capacity: Self.readBlock)
@@ -137,8 +143,8 @@ extension ManagedSession {
                     source = s
                     fingerprinter = nil
                     audioVersion += 1
-                    sourceFailed = false
-                    finishedReported = false
+                    reportedProblem = nil
+                    quietSince = .now
                     lastRead = nil
                     s.start()
                 case .stopCapture:
@@ -146,6 +152,11 @@ extension ManagedSession {
                     source = nil
                     fingerprinter = nil
                     audioVersion += 1
+                case .discardWindow:
+                    fingerprinter = nil
+                    audioVersion += 1
+                    lastRead = nil
+                    tracker.reset()
                 case .attemptMatch:
                     attempt()
                 case .answerWaiting(let result):
@@ -205,51 +216,90 @@ extension ManagedSession {
 
         private func pumpAudio() {
             guard let source else { return }
+            // Read whatever the state: a source without a thread (a paced file) retries inside
+            // its reads. What a failed source still holds was captured before it failed: stale.
+            let got = Self.isDown(source.state) ? discardLeftovers(source) : drain(source)
             switch source.state {
             case .failed(let error):
-                if !sourceFailed {
-                    sourceFailed = true
-                    perform(machine.captureFailed(error.message))
-                }
-                return
-            case .finished where !finishedReported:
-                // A file source that ran out: matching cannot get more audio than it has.
-                finishedReported = true
-                drain(source)
-                if machine.waitingRequests > 0 || machine.streaming, !machine.attemptInFlight {
-                    perform(machine.captureFailed("the audio source ended"))
-                }
-                return
-            default:
+                quietSince = .now
+                report(error.message)
+            case .retrying:
+                quietSince = .now  // while a device reopens, the failure that led here stays the problem
+            case .stopped:
                 break
+            case .finished:
+                // A file source that ran out: its last window still answers, until someone needs
+                // more audio than it has, or that window is older than a window is long.
+                let windowAge = lastRead.map { Self.seconds(since: $0.instant) } ?? 0
+                if machine.waitingRequests > 0 || machine.streaming || windowAge > windowSeconds {
+                    report("the audio source ended")
+                }
+            case .idle, .starting, .running:
+                // A source that says it runs yet delivers nothing is down all the same.
+                if got == 0, Self.seconds(since: quietSince) > stallTimeout {
+                    report("the audio source delivered no audio for \(Self.format(stallTimeout)) s")
+                }
             }
-            drain(source)
         }
 
-        private func drain(_ source: any AudioSource) {
-            guard let rate = source.sampleRate else { return }
-            if fingerprinter == nil || sourceFailed {
-                // First audio, or audio again after a failure: a fresh window (the gap may be long).
-                fingerprinter = try? StreamingFingerprinter(inputRate: rate, windowSeconds: windowSeconds)
-                sourceFailed = false
-                audioVersion += 1
+        /// Tells the machine that capture does not deliver, once per reason.
+        private func report(_ problem: String) {
+            guard problem != reportedProblem else { return }
+            reportedProblem = problem
+            perform(machine.captureFailed(problem))
+        }
+
+        /// Reads and drops what a failed source still holds; returns 0 (none of it is new audio).
+        /// It stops when the source is up again, whose audio is new.
+        private func discardLeftovers(_ source: any AudioSource) -> Int {
+            while Self.isDown(source.state), source.read(into: block) > 0 {}
+            return 0
+        }
+
+        private static func isDown(_ state: AudioSourceState) -> Bool {
+            switch state {
+            case .failed, .retrying: true
+            default: false
             }
-            guard let fingerprinter else { return }
+        }
+
+        /// Moves what the source has ready into the window; returns how many samples that was.
+        @discardableResult
+        private func drain(_ source: any AudioSource) -> Int {
             // At most about a second per turn: a source faster than real time (a file, ALSA's
             // file PCM) must not keep the thread from its commands.
             var got = 0
-            let limit = Int(rate)
+            let limit = Int(source.sampleRate ?? 48_000)
             while got < limit {
                 let n = source.read(into: block)
                 if n == 0 { break }
-                fingerprinter.append(UnsafeBufferPointer(rebasing: block[..<n]))
+                if fingerprinter == nil {
+                    // First audio, or audio again after a capture problem: a fresh window.
+                    guard let rate = source.sampleRate,
+                          let fresh = try? StreamingFingerprinter(inputRate: rate, windowSeconds: windowSeconds) else { break }
+                    fingerprinter = fresh
+                    audioVersion += 1
+                }
+                fingerprinter?.append(UnsafeBufferPointer(rebasing: block[..<n]))
                 got += n
             }
             backlog = got >= limit
-            guard got > 0 else { return }
+            guard got > 0, let fingerprinter else { return 0 }
             audioVersion += 1
-            lastRead = (ContinuousClock.now, fingerprinter.streamDuration)
+            quietSince = .now
+            reportedProblem = nil
+            lastRead = (quietSince, fingerprinter.streamDuration)
             perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
+            return got
+        }
+
+        private static func seconds(since instant: ContinuousClock.Instant) -> Double {
+            ManagedSession.seconds(since: instant)
+        }
+
+        /// "5" or "0.3": seconds as people write them.
+        private static func format(_ seconds: Double) -> String {
+            seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
         }
 
         // MARK: Status
@@ -261,12 +311,11 @@ extension ManagedSession {
             var instant: ContinuousClock.Instant?
             if let (item, at) = tracker.currentMatch {
                 var moved = item
-                // Bring the offset to the newest audio read; readers move it on by wall clock.
+                // Bring the offset to the newest audio read; readers move it on by wall clock,
+                // while audio flows (see `ManagedSession.status`).
                 if let lastRead {
                     moved.predictedCurrentMatchOffset = MatchTracker.predictedOffset(of: item, from: at, to: lastRead.streamTime)
-                    instant = lastRead.instant
-                } else {
-                    instant = .now
+                    if machine.captureProblem == nil { instant = lastRead.instant }
                 }
                 current = moved
             }

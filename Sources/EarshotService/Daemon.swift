@@ -56,9 +56,9 @@ public final class Daemon: Sendable {
         case .file:
             sourceName = "file:" + c.file
             source = {
-                do throws(EarshotError) { return try PacedFileAudioSource(path: c.file, loop: c.loop) } catch {
-                    return UnavailableAudioSource(error)
-                }
+                // Opened by the session, and reopened after a failure like a device: a file that is
+                // missing, gone or not audio is a capture problem until it is back.
+                PacedFileAudioSource(openingAtStart: c.file, loop: c.loop)
             }
         }
         session = ManagedSession(catalog: active.catalog, staysPrepared: true,
@@ -197,18 +197,24 @@ public final class Daemon: Sendable {
     public func run() async {
         loop.start()
         let session = self.session, events = self.events, logger = self.logger, sessionService = self.sessionService
-        // Session state → events and the log.
+        let health = self.health
+        // Session state → events, health and the log. The session reports a capture problem once
+        // per reason and clears it only when new audio arrives, so each line here is a change.
         let statusTask = Task {
             var problem: String?
+            var problemSince = ContinuousClock.now
             for await status in session.statusUpdates() {
                 events.publishSession(sessionService.snapshot())
                 if status.captureProblem != problem {
                     if let p = status.captureProblem {
-                        logger.warning("audio capture: \(p) (retrying)")
+                        if problem == nil { problemSince = .now }
+                        logger.warning("audio capture: \(p)")
                     } else if problem != nil {
-                        logger.notice("audio capture works again")
+                        let seconds = ((ContinuousClock.now - problemSince) / .milliseconds(100)).rounded() / 10
+                        logger.notice("audio capture works again after \(seconds) s without audio")
                     }
                     problem = status.captureProblem
+                    health.setCaptureProblem(problem)
                 }
             }
         }

@@ -33,10 +33,11 @@ final class DaemonEvents: Sendable {
         }
     }
 
-    func publishHealth(_ status: Earshot_V1_ServingStatus) {
+    func publishHealth(_ status: Earshot_V1_ServingStatus, message: String = "") {
         publisher.publish(topic: Topics.health) { e in
             var event = Earshot_V1_HealthEvent()
             event.status = status
+            event.message = message
             e.health = event
         }
     }

@@ -31,7 +31,9 @@ struct ListenCommand: ParsableCommand {
             reported on stderr and reopened until it works again; listening goes on. To \
             listen to a recording, no ALSA file PCM or asoundrc is needed: --source \
             file:<path> plays any audio file in real time, as a TV would, and --loop repeats \
-            it; without --loop, listening ends with the file.
+            it; without --loop, listening ends with the file. A file that is deleted, \
+            truncated or replaced while it plays is treated like a device: reported, retried, \
+            and played again from its start once it is audio again.
 
             Exit status: 0 when listening ended (interrupted, --duration passed, or the file \
             ended), 2 on usage errors, 3 when the catalog or file is bad or when the capture \

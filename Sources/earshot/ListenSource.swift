@@ -49,10 +49,9 @@ final class ListenSource: Sendable {
             source = AlsaAudioSource(configuration: configuration, bufferDuration: bufferDuration,
                                      realtimePriority: realtimePriority)
         case .file(let path, let loop):
-            do { source = try PacedFileAudioSource(path: path, loop: loop) } catch {
-                // Opened fine in `init`; gone or changed since. The session shows it as a capture problem.
-                source = UnavailableAudioSource(error)
-            }
+            // Opened fine in `init`; if it is gone or changed since, the session shows that as a
+            // capture problem while the source retries, as for a device.
+            source = PacedFileAudioSource(openingAtStart: path, loop: loop)
         }
         latest.withLock { $0 = source }
         return source
@@ -71,13 +70,13 @@ final class ListenSource: Sendable {
         return true
     }
 
-    /// `problem` (a capture problem the session reports) without the device name the capture
-    /// layer puts in front, since `label` names it.
+    /// `problem` (a capture problem the session reports) without the device name or path the
+    /// capture layer puts in front, since `label` names it.
     func reason(_ problem: String) -> String {
-        if case .device(let configuration, _, _) = kind {
-            let prefix = "ALSA device \"\(configuration.device)\": "
-            if problem.hasPrefix(prefix) { return String(problem.dropFirst(prefix.count)) }
+        let prefix = switch kind {
+        case .device(let configuration, _, _): "ALSA device \"\(configuration.device)\": "
+        case .file(let path, _): "\(path): "
         }
-        return problem
+        return problem.hasPrefix(prefix) ? String(problem.dropFirst(prefix.count)) : problem
     }
 }

@@ -107,7 +107,8 @@ final class Dashboard: Sendable {
         var lastResync = Date.distantPast
         var drawnLines = 0
         var lastText = ""
-        var serving = true
+        /// Why the daemon does not serve (its health message), nil while it serves.
+        var notServing: String?
     }
     private let state = Locked(State())
     private let inPlace: Bool
@@ -169,7 +170,8 @@ final class Dashboard: Sendable {
                     snapshot.clearCurrentMatch()
                 }
             case .health(let h):
-                s.serving = h.status == .serving
+                // A daemon that gives no message (an older one) went NOT_SERVING only to stop.
+                s.notServing = h.status == .serving ? nil : (h.message.isEmpty ? "shutting down" : h.message)
             default:
                 break
             }
@@ -182,7 +184,7 @@ final class Dashboard: Sendable {
         let text = state.withLock { s -> String in
             guard let snapshot = s.snapshot else { return "waiting for the daemon…" }
             var lines = RemoteFormat.snapshot(snapshot)
-            if !s.serving { lines.insert("daemon: not serving (shutting down)", at: 0) }
+            if let reason = s.notServing { lines.insert("daemon: not serving (\(reason))", at: 0) }
             return lines.joined(separator: "\n")
         }
         state.withLock { s in

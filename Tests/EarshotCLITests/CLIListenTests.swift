@@ -147,6 +147,35 @@ struct CLIListenTests {
         #expect(summary.contains(number == SIGINT ? "(interrupted)" : "(terminated)"), "\(summary)")
     }
 
+    /// A played file that is deleted is a capture problem, as an unplugged device is: reported
+    /// once, retried, and played again from its start once it is back.
+    @Test func fileSourceThatGoesAwayIsRetriedUntilItIsBack() throws {
+        let ws = try listenFixture.get()
+        let name = "vanishing-\(UUID().uuidString).wav"
+        try ws.copy("clip.wav", from: ws, as: name)
+        let programme = Data(try ws.bytes("clip.wav"))
+        let (file, staged) = (ws.path(name), ws.path(name + ".staged"))
+        // Gone from 4 s to 6 s of a 15 s run: time for a retry to find it back and match again.
+        let faults = DispatchGroup()
+        faults.enter()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 4) { unlink(file) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 6) {
+            try? programme.write(to: URL(fileURLWithPath: staged))
+            rename(staged, file)
+            faults.leave()
+        }
+        let run = try ws.earshot(["listen", "-c", "show.earcat", "--source", "file:\(name)", "--loop", "--duration", "15", "--json"])
+        faults.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.errorLines == ["earshot: \(name): no such file (the file does not exist) (retrying)"], "\(run.stderr)")
+        #expect(run.stderr.contains("note: \(name): capturing again\n"), "\(run.stderr)")
+        let objects = try run.stdout.split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        let failure = try #require(objects.firstIndex { $0["result"]?.string == "error" }, "\(run.stdout)")
+        #expect(objects[failure]["error"]?.string == "audio capture failed: \(name): no such file (the file does not exist)")
+        #expect(objects[(failure + 1)...].contains { $0["result"]?.string == "match" && $0["items"]?[0]?["id"]?.string == "ep2" },
+                "no match once the file was back: \(run.stdout)")
+    }
+
     /// Real ALSA: the file PCM delivers programme audio as 48 kHz stereo (as asked with --rate
     /// and --channels); it is not paced, so the ring holds all of it.
     @Test func alsaDeviceMatchesThroughTheFilePCM() throws {

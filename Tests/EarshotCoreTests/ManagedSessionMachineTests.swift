@@ -116,15 +116,15 @@ struct ManagedSessionMachineTests {
         var m = Machine(configuration: config)
         _ = m.requestResult(window: 0, streamTime: 0)
         let effects = m.captureFailed("device hw:9,0 vanished")
-        #expect(names(effects) == ["answerWaiting(error(matchAttemptFailed))", "stopCapture"])
-        if case .answerWaiting(.error(let e)) = effects[0] { #expect(e.message.contains("hw:9,0 vanished")) }
+        #expect(names(effects) == ["discardWindow", "answerWaiting(error(matchAttemptFailed))", "stopCapture"])
+        if case .answerWaiting(.error(let e)) = effects[1] { #expect(e.message.contains("hw:9,0 vanished")) }
         #expect(m.state == .idle)
     }
 
     @Test func deviceErrorWhilePrerecordingIsShownAndRequestsFailFast() {
         var m = Machine(configuration: config)
         _ = m.prepare()
-        #expect(names(m.captureFailed("no such device")).isEmpty)
+        #expect(names(m.captureFailed("no such device")) == ["discardWindow"])
         #expect(m.captureProblem == "no such device")
         #expect(m.state == .prerecording)
         #expect(names(m.requestResult(window: 0, streamTime: 0)) == ["answerWaiting(error(matchAttemptFailed))"])
@@ -138,8 +138,51 @@ struct ManagedSessionMachineTests {
     @Test func deviceErrorDuringResultsIsPublishedAndMatchingGoesOn() {
         var m = Machine(configuration: config)
         _ = m.startResults(window: 0, streamTime: 0)
-        #expect(names(m.captureFailed("xrun storm")) == ["publish(error(matchAttemptFailed))"])
+        #expect(names(m.captureFailed("xrun storm")) == ["discardWindow", "publish(error(matchAttemptFailed))"])
         #expect(m.state == .matching)
+    }
+
+    /// The window a request sees during a capture problem is stale: the request is answered with
+    /// the problem, nothing is matched, and the problem stays until audio flows again.
+    @Test func requestsDuringACaptureProblemNeitherMatchNorClearIt() {
+        var m = Machine(configuration: config)
+        _ = m.prepare()
+        _ = m.audioArrived(window: 12, streamTime: 40)
+        _ = m.captureFailed("file gone")
+        for _ in 0..<3 {
+            #expect(names(m.requestResult(window: 12, streamTime: 40)) == ["answerWaiting(error(matchAttemptFailed))"])
+            #expect(m.captureProblem == "file gone")
+            #expect(!m.attemptInFlight)
+        }
+        // Following results: each request is answered and published with the problem; no attempt.
+        #expect(names(m.startResults(window: 12, streamTime: 40)) == ["publish(error(matchAttemptFailed))"])
+        #expect(names(m.requestResult(window: 12, streamTime: 40))
+                == ["answerWaiting(error(matchAttemptFailed))", "publish(error(matchAttemptFailed))"])
+        #expect(m.state == .matching && m.captureProblem == "file gone")
+        #expect(m.waitingRequests == 0)
+        // Audio again: the problem is over and matching resumes on the new window.
+        #expect(names(m.audioArrived(window: 3, streamTime: 3)) == ["attemptMatch"])
+        #expect(m.captureProblem == nil)
+    }
+
+    @Test func aCaptureProblemWhoseReasonChangesIsReportedAgain() {
+        var m = Machine(configuration: config)
+        _ = m.startResults(window: 0, streamTime: 0)
+        #expect(names(m.captureFailed("device unplugged")) == ["discardWindow", "publish(error(matchAttemptFailed))"])
+        #expect(names(m.captureFailed("cannot open: no such device")) == ["discardWindow", "publish(error(matchAttemptFailed))"])
+        #expect(m.captureProblem == "cannot open: no such device")
+    }
+
+    /// The new window after a problem has its own stream time, starting at 0: attempts must not
+    /// wait for it to pass the old window's time.
+    @Test func matchingResumesOnTheNewWindowAfterAProblem() {
+        var m = Machine(configuration: config)
+        _ = m.startResults(window: 0, streamTime: 0)
+        #expect(names(m.audioArrived(window: 12, streamTime: 500)) == ["attemptMatch"])
+        _ = m.attempted(match, window: 12)
+        _ = m.captureFailed("stalled")
+        #expect(names(m.audioArrived(window: 2, streamTime: 2)).isEmpty)
+        #expect(names(m.audioArrived(window: 3, streamTime: 3)) == ["attemptMatch"])
     }
 
     @Test func attemptErrorIsAnswered() {

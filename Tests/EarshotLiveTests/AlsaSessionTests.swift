@@ -1,9 +1,11 @@
-import EarshotAudio
 import EarshotCore
 import EarshotLive
+import EarshotSync
 import EarshotTestSupport
 import Foundation
 import Testing
+
+@testable import EarshotAudio
 
 /// The whole live path through real ALSA: alsa-lib's `file` PCM reads programme audio from a raw
 /// file (no sound card needed), the capture thread puts it in the ring, the session fingerprints
@@ -59,5 +61,71 @@ struct AlsaSessionTests {
             return
         }
         #expect(message.contains("earshot_no_such_pcm"))
+    }
+
+    /// A capture device unplugged while it captures (ALSA's file PCM whose infile is deleted, see
+    /// `UnpluggableFilePCM`): a capture problem naming the device while it is retried, nothing
+    /// matched from what was heard before, and matching again once it is back.
+    @Test func unpluggedDeviceIsAProblemUntilItIsBack() async throws {
+        AlsaTestEnvironment.prepare()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-live-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let infile = directory.appendingPathComponent("programme.s16").path
+        let programme = fixture.stereo44k(reference: 1, start: 40, seconds: 10)
+        _ = try RawPCM.writeS16(programme, to: infile)
+        let device = AlsaTestEnvironment.device(reading: infile)
+        let configuration = AlsaCaptureConfiguration(device: device, sampleRate: 44_100, channelCount: 2)
+        // Unpaced, as above: a ring longer than the programme; quick retries.
+        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) {
+            AlsaAudioSource(configuration: configuration, bufferDuration: 30, realtimePriority: nil, retryDelays: 0.05...0.2,
+                            stallTimeout: 2) { configuration, rate throws(EarshotError) in
+                try UnpluggableFilePCM(configuration: configuration, requiredSampleRate: rate, infile: infile)
+            }
+        }
+        defer { session.shutdown() }
+        let problems = Locked<[String]>([])
+        let updates = session.statusUpdates()
+        let recorder = Task {
+            for await status in updates {
+                if let problem = status.captureProblem { problems.withLock { $0.append(problem) } }
+            }
+        }
+        defer { recorder.cancel() }
+        session.prepare()
+        #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
+
+        try FileManager.default.removeItem(atPath: infile)
+        try await waitUntil(session) { $0.captureProblem?.contains("cannot open for capture") == true }
+        let status = session.status
+        #expect(status.captureProblem?.hasPrefix("ALSA device \"\(device)\"") == true)
+        #expect(status.window == 0 && status.currentMatch == nil)
+        guard case .error(let error) = await session.result() else {
+            Issue.record("answered from the audio heard before the device was unplugged")
+            return
+        }
+        #expect(error.message.contains(device))
+        #expect(session.status.captureProblem != nil)
+        // First the loss, then why it cannot be opened again; each reason once, not per retry.
+        let seen = problems.withLock { $0 }
+        #expect(seen.first == "ALSA device \"\(device)\": capture stopped: no such device; it was unplugged or its driver went away",
+                "\(seen)")
+        #expect(seen.count == 2, "\(seen)")
+
+        _ = try RawPCM.writeS16(programme, to: infile)
+        try await waitUntil(session) { $0.captureProblem == nil }
+        #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
+        #expect(session.status.sourceStatistics.reopenAttempts >= 2)
+    }
+
+    private func waitUntil(_ session: ManagedSession, _ condition: (ManagedSession.Status) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition(session.status) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out; status \(session.status)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 }

@@ -11,6 +11,10 @@ import EarshotCore
 /// source's buffer, a device reopened after a failure), never reordered. A consumer that needs
 /// contiguous audio compares `statistics` between reads: when `gaps` has grown, samples are
 /// missing somewhere between the two reads.
+///
+/// A source that fails (`.failed`) may recover by itself: a consumer keeps calling
+/// `waitForSamples(timeout:)` and `read(into:)` until it stops the source, because a source
+/// without a thread of its own (a paced file) checks and retries from inside those calls.
 public protocol AudioSource: AnyObject, Sendable {
     /// The rate of the samples `read(into:)` delivers, in Hz; nil until known (a capture device
     /// tells it when it first opens). Once known it does not change.
@@ -43,8 +47,8 @@ public enum AudioSourceState: Equatable, Sendable, CustomStringConvertible {
     case starting
     /// Delivering samples.
     case running
-    /// Failed for the given reason. A capture device is retried after a growing pause (see
-    /// `retrying`); for a file source this is final.
+    /// Failed for the given reason. A capture device or a paced file is retried after a growing
+    /// pause (a device shows `retrying` while it reopens); for a `FileAudioSource` this is final.
     case failed(EarshotError)
     /// Reopening a capture device after a failure.
     case retrying
@@ -74,10 +78,10 @@ public struct AudioSourceStatistics: Equatable, Sendable {
     public var xruns: Int
     /// Samples dropped because the consumer did not read them in time.
     public var droppedSamples: Int
-    /// Times the device was opened again after a failure (successful or not).
+    /// Times the device or file was opened again after a failure or a change (successful or not).
     public var reopenAttempts: Int
     /// Events after which samples are missing from the stream: overruns, runs of dropped
-    /// samples and reopens of the device. Grows by at least one per gap.
+    /// samples and reopens of the device or file. Grows by at least one per gap.
     public var gaps: Int
 
     public init(framesCaptured: Int = 0, xruns: Int = 0, droppedSamples: Int = 0, reopenAttempts: Int = 0, gaps: Int = 0) {

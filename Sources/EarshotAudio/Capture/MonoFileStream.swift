@@ -11,23 +11,40 @@ final class MonoFileStream: @unchecked Sendable {
     let path: String
     let sampleRate: Double
 
-    private var reader: AudioFileReader
+    private let reader: AudioFileReader
     /// Decoded samples not handed out yet: `pending[pendingStart...]`.
     private var pending: [Float] = []
     private var pendingStart = 0
     private var atEnd = false
-    /// Frames decoded since the file was (last) opened.
+    /// Frames decoded since the file was opened.
     private(set) var framesDecoded = 0
+    /// The version of the file that was opened, taken just before opening it: any change from
+    /// then on (even one during the open) shows in `fileChanged`.
+    private let identity: FileIdentity?
 
     /// Frames decoded per chunk: large enough to make libsndfile's per-call cost vanish, small
     /// enough (a quarter of a second at 16 kHz) not to matter for memory.
     private static let chunkFrames = 4096
 
-    /// Opens `path`; throws `invalidAudioFormat` as `AudioFileReader` does.
-    init(path: String) throws(EarshotError) {
+    /// Opens `path`; throws `invalidAudioFormat` as `AudioFileReader` does, and when the file's
+    /// rate is not `requiredSampleRate` (a file opened again must keep the rate its consumer
+    /// already resamples from).
+    init(path: String, requiredSampleRate: Double? = nil) throws(EarshotError) {
         self.path = path
+        identity = FileIdentity(path: path)
         reader = try AudioFileReader(path: path)
         sampleRate = reader.format.sampleRate
+        if let requiredSampleRate, sampleRate != requiredSampleRate {
+            throw .invalidAudioFormat(
+                "\(path): the file now has a sample rate of \(Int(sampleRate)) Hz, "
+                    + "not \(Int(requiredSampleRate)) Hz as when it was first opened")
+        }
+    }
+
+    /// Whether the path no longer names the file this stream opened: it was deleted, replaced,
+    /// truncated or rewritten since.
+    var fileChanged: Bool {
+        FileIdentity(path: path) != identity
     }
 
     /// Moves up to `buffer.count` samples into `buffer`; returns how many, 0 at the end of the
@@ -60,15 +77,6 @@ final class MonoFileStream: @unchecked Sendable {
             skipped += step
         }
         return skipped
-    }
-
-    /// Starts over from the beginning of the file.
-    func rewind() throws(EarshotError) {
-        reader = try AudioFileReader(path: path)
-        pending.removeAll(keepingCapacity: true)
-        pendingStart = 0
-        atEnd = false
-        framesDecoded = 0
     }
 
     /// Decodes the next chunk into `pending`; false at the end of the file.

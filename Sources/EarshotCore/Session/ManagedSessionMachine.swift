@@ -11,6 +11,9 @@
 /// - `results` keeps matching until cancelled.
 /// - `cancel()` ends every attempt and stops capture.
 /// - A capture failure while a request waits answers it with the failure; capture keeps retrying.
+/// - A capture problem lasts until new audio arrives, not until someone asks: it discards the
+///   prerecorded window (audio from before it is stale, however good it was), requests meanwhile
+///   are answered with the problem at once, and nothing is matched until capture works again.
 public struct ManagedSessionMachine: Sendable {
     public enum State: String, Sendable, Equatable {
         case idle, prerecording, matching
@@ -20,6 +23,9 @@ public struct ManagedSessionMachine: Sendable {
     public enum Effect: Sendable {
         case startCapture
         case stopCapture
+        /// Forget the prerecorded window and the item being followed: they describe audio from
+        /// before capture stopped delivering. The next audio starts a new window.
+        case discardWindow
         /// Make a signature of the current window and match it, then report `.attempted`.
         case attemptMatch
         /// Answer every waiting `result()` call with this result.
@@ -62,7 +68,7 @@ public struct ManagedSessionMachine: Sendable {
     public private(set) var waitingRequests = 0
     /// Whether a `results` sequence is running.
     public private(set) var streaming = false
-    /// Why capture is not delivering audio, while it is not.
+    /// Why capture is not delivering audio, from the failure until new audio arrives.
     public private(set) var captureProblem: String?
     /// Whether an attempt is running (the runtime owes an `.attempted` event).
     public private(set) var attemptInFlight = false
@@ -129,10 +135,16 @@ public struct ManagedSessionMachine: Sendable {
 
     // MARK: Runtime events
 
-    /// New audio reached the rolling fingerprint.
+    /// New audio reached the rolling fingerprint: capture works (again).
     public mutating func audioArrived(window: Double, streamTime: Double) -> [Effect] {
-        if captureProblem != nil { captureProblem = nil }
-        guard state == .matching, !attemptInFlight, window >= configuration.minimumWindow else { return [] }
+        captureProblem = nil
+        return attemptIfDue(window: window, streamTime: streamTime)
+    }
+
+    /// An attempt, if someone waits for one, the window is long enough and the last one is an
+    /// interval of audio ago.
+    private mutating func attemptIfDue(window: Double, streamTime: Double) -> [Effect] {
+        guard state == .matching, captureProblem == nil, !attemptInFlight, window >= configuration.minimumWindow else { return [] }
         // A full window is retried every interval; a growing one as soon as it has grown by one.
         guard streamTime - lastAttemptAt >= configuration.attemptInterval else { return [] }
         attemptInFlight = true
@@ -163,10 +175,12 @@ public struct ManagedSessionMachine: Sendable {
         return effects
     }
 
-    /// Capture failed (device missing or vanished); the runtime keeps retrying it.
+    /// Capture stopped delivering audio (a device missing, vanished or stalled, a file gone, a
+    /// source that ended); the runtime keeps retrying it. Called again when the reason changes.
     public mutating func captureFailed(_ reason: String) -> [Effect] {
         captureProblem = reason
-        var effects: [Effect] = []
+        lastAttemptAt = -.infinity
+        var effects: [Effect] = [.discardWindow]
         let failure = MatchResult.error(.matchAttemptFailed("audio capture failed: \(reason)"))
         if waitingRequests > 0 {
             effects.append(.answerWaiting(failure))
@@ -194,7 +208,7 @@ public struct ManagedSessionMachine: Sendable {
         state = .matching
         effects += startCaptureIfNeeded()
         lastAttemptAt = -.infinity
-        effects += audioArrived(window: window, streamTime: streamTime)
+        effects += attemptIfDue(window: window, streamTime: streamTime)
         return effects
     }
 
@@ -234,6 +248,7 @@ extension ManagedSessionMachine.Effect: CustomStringConvertible {
         return switch self {
         case .startCapture: "startCapture"
         case .stopCapture: "stopCapture"
+        case .discardWindow: "discardWindow"
         case .attemptMatch: "attemptMatch"
         case .answerWaiting(let r): "answerWaiting(\(describe(r)))"
         case .publish(let r): "publish(\(describe(r)))"
