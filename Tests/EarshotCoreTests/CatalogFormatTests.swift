@@ -159,7 +159,7 @@ struct CatalogFormatTests {
                 Issue.record("\(tail.count) trailing bytes accepted")
             } catch {
                 #expect(error.code == 300)
-                #expect(error.message.contains("\(tail.count) unexpected bytes after the last section"), "\(error.message)")
+                #expect(error.message.contains("\(tail.count) unexpected byte\(tail.count == 1 ? "" : "s") after the last section"), "\(error.message)")
             }
         }
     }

@@ -162,7 +162,8 @@ public final class MappedCatalog: @unchecked Sendable {
                 position = range.upperBound
             }
             guard position == raw.count else {
-                throw .catalogInvalid("\(raw.count - position) unexpected bytes after the last section, which ends at offset \(position) (file corrupt or appended to)")
+                let extra = raw.count - position
+                throw .catalogInvalid("\(extra) unexpected byte\(extra == 1 ? "" : "s") after the last section, which ends at offset \(position) (file corrupt or appended to)")
             }
         }
         let expected: [CatalogLayout.Section: Int] = [
