@@ -204,8 +204,8 @@ struct CatalogFormatTests {
         defer { done.store(true, ordering: .releasing) }
         let started = Date()
         for (path, kind) in [(fifo, "a named pipe"), (link, "a named pipe"), (dir, "a directory")] {
-            #expect(throws: EarshotError.catalogInvalid("\(path): not a regular file (\(kind))")) { try MappedCatalog(contentsOf: path) }
-            #expect(throws: EarshotError.internalError("\(path): not a regular file (\(kind))")) { try AtomicFile.read(path) }
+            #expect(throws: EarshotError.catalogInvalid("\(path): is \(kind), not a regular file")) { try MappedCatalog(contentsOf: path) }
+            #expect(throws: EarshotError.internalError("\(path): is \(kind), not a regular file")) { try AtomicFile.read(path) }
         }
         #expect(Date().timeIntervalSince(started) < 2, "a FIFO open blocked")
     }

@@ -52,7 +52,7 @@ struct DaemonCatalogLoadingTests {
             "flip": "checksum mismatch in section values",
             "trail": "8 unexpected bytes after the last section",
             "notes": "not an Earshot catalog",
-            "x": "not a regular file (a named pipe)",
+            "x": "is a named pipe, not a regular file",
         ]
         for (name, reason) in reasons {
             let summary = try #require(byName[name])

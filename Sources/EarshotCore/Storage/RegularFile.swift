@@ -53,7 +53,7 @@ public enum RegularFile {
     }
 
     private static func notRegular(_ kind: String) -> Refusal {
-        Refusal(message: "not a regular file (\(kind))", code: 0)
+        Refusal(message: "is \(kind), not a regular file", code: 0)
     }
 
     /// What a file of `mode` is, in words, when it is not a regular file.
