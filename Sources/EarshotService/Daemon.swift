@@ -24,8 +24,11 @@ public final class Daemon: Sendable {
     /// Delivered by `stop()` once everything is closed; `run()` waits for it.
     private let finished = OneShot<Void>()
 
-    /// Opens catalogs and binds the sockets; `run()` starts serving.
-    public init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
+    /// Opens catalogs and binds the sockets; `run()` starts serving. Once `stopRequested`
+    /// returns true (SIGTERM during start-up) it gives up as soon as it can, with
+    /// `DaemonSignals.stoppedDuringStartUp`.
+    public init(configuration: DaemonConfiguration, logger: Logger,
+                stopRequested: @escaping @Sendable () -> Bool = { false }) throws(EarshotError) {
         self.configuration = configuration
         self.logger = logger
         // A daemon or CLI killed in the middle of an atomic write leaves its temporary file.
@@ -35,11 +38,10 @@ public final class Daemon: Sendable {
                 logger.notice("removed \(name) in \(folder), left by an interrupted write")
             }
         }
-        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"))
-        for failure in store.failures {
-            logger.error("catalog \(failure.name) left out: \(failure.reason)")
-        }
+        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"),
+                                 logger: logger, shouldStop: stopRequested)
         let active = try store.active(preferred: configuration.catalog)
+        if stopRequested() { throw DaemonSignals.stoppedDuringStartUp }
 
         let c = configuration
         let source: ManagedSession.SourceFactory
@@ -167,6 +169,7 @@ public final class Daemon: Sendable {
         logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(Self.duration(active.catalog.totalDuration)) (\(store.entries.count) catalog(s) in \(store.directory))")
         logger.info("listening on \(sourceName); RPC \(server.boundEndpoints.joined(separator: " ")); events \(publisher.boundEndpoints.joined(separator: " "))")
         for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
+        for f in store.failures { events.publishCatalog(.failed, catalogs.summary(f), message: f.reason) }
         self.events = events
         self.counters = counters
         refusals = RefusalLog(logger: logger, limiter: limiter, server: server)

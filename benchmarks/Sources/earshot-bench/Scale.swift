@@ -224,14 +224,14 @@ enum Probe {
         var times: [Double] = []
         for _ in 0..<max(1, o.probeOpens) {
             let t = Clock.now()
-            let c = try MappedCatalog(contentsOf: o.probeCatalog)
+            let c = try MappedCatalog(contentsOf: o.probeCatalog, verification: .structure)
             times.append((Clock.now() - t) * 1000)
             _ = c.entryCount
         }
         emit("open_first_ms", times[0])
         emit("open_median_ms", Stats.median(times)!)
         emit("open_max_ms", times.max()!)
-        let catalog = try MappedCatalog(contentsOf: o.probeCatalog)
+        let catalog = try MappedCatalog(contentsOf: o.probeCatalog, verification: .structure)
         emit("rss_after_open_kb", Double(ProcStatus.kilobytes("VmRSS") ?? 0))
         emit("rssfile_after_open_kb", Double(ProcStatus.kilobytes("RssFile") ?? 0))
         emit("rssanon_after_open_kb", Double(ProcStatus.kilobytes("RssAnon") ?? 0))
