@@ -293,6 +293,11 @@ enum Report {
                     Double(r.smallBytes) / 1_048_576 / r.smallHours, Fmt.passFail(r.megabytesPerHour <= 1))
         s += "| index entries | \(r.entries) | | | |\n"
         s += String(format: "| catalog open, first in a fresh process | %@ ms | %@ ms | | |\n", Fmt.f(L["open_first_ms"], 3), Fmt.f(S["open_first_ms"], 3))
+        if L["full_check_ms"] != nil {
+            s += "| full check at load (every checksum, as earshotd and the CLI do), after the queries | \(Fmt.f(L["full_check_ms"], 0)) ms; "
+                + "RSS \(mb(L["rss_before_full_check_kb"])) MB before, peak \(mb(L["full_check_hwm_kb"])), after \(mb(L["rss_after_full_check_kb"])) | "
+                + "\(Fmt.f(S["full_check_ms"], 1)) ms | pages dropped as checked | |\n"
+        }
         let openMedian = L["open_median_ms"]
         s += String(format: "| catalog open, median of repeated opens | %@ ms | %@ ms | ≤ 5 ms | %@ |\n",
                     Fmt.f(openMedian, 3), Fmt.f(S["open_median_ms"], 3), Fmt.passFail(openMedian.map { $0 <= 5 }))
