@@ -42,6 +42,9 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     /// for asking too much whose end libzmq has not reported yet.
     private var asked: [Int32: (count: Int, bytes: Int)] = [:]
     private var cutOff: Set<Int32> = []
+    /// A connection that was cut off has closed: libzmq has freed what it stored for it, but
+    /// glibc keeps freed memory in its arenas; the next heartbeat gives it back (`malloc_trim`).
+    private var memoryToGiveBack = false
     /// When to try binding the new socket (a closed listener frees its port asynchronously).
     private var rebindAt: ContinuousClock.Instant?
     private var nextHeartbeat: ContinuousClock.Instant
@@ -175,7 +178,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     /// The socket monitor saw connection `fd` end.
     private func connectionClosed(_ fd: Int32) {
         asked[fd] = nil
-        cutOff.remove(fd)
+        if cutOff.remove(fd) != nil { memoryToGiveBack = true }
     }
 
     func nextWakeup() -> ContinuousClock.Instant? {
@@ -193,7 +196,18 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
         envelope.heartbeat = Earshot_V1_Heartbeat()
         publish(topic: Topics.heartbeat, envelope)
         flush()
+        if memoryToGiveBack {
+            // At most once a heartbeat, and only after an abusive subscriber left: a few ms.
+            memoryToGiveBack = false
+            _ = Self.mallocTrim?(0)
+        }
     }
+
+    /// glibc's `malloc_trim` (not in Swift's Glibc module; absent from other C libraries).
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 
     func detached() {
         isDetached = true

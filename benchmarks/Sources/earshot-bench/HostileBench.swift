@@ -34,13 +34,8 @@ enum HostileBenchmark {
 
     static func run(options: Options, prepared p: Prepared, workDirectory: String) throws -> HostileReport {
         var report = HostileReport(fileLimit: fileLimit)
-        let daemonPath = (Machine.executablePath() as NSString).deletingLastPathComponent + "/earshotd"
-        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
-            throw BenchError("\(daemonPath) missing: build it with `swift build -c release --product earshotd` (benchmarks/run.sh does)")
-        }
-        let state = "\(workDirectory)/hostile-state"
-        try FileManager.default.createDirectory(atPath: "\(state)/catalogs", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: p.catalogPath, toPath: "\(state)/catalogs/corpus.earcat")
+        let daemonPath = try DaemonProcess.releaseBinary()
+        let state = try DaemonProcess.stateFolder(in: workDirectory, named: "hostile-state", catalog: p.catalogPath)
         let file = p.catalogFiles.max { p.corpus.files[$0].duration < p.corpus.files[$1].duration }!
         let programme = try LiveBenchmark.programmeWAV(p, file, start: 10, seconds: min(150, p.corpus.files[file].duration - 10), speed: 1,
                                                        workDirectory)
