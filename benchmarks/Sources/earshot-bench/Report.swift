@@ -294,7 +294,7 @@ enum Report {
         s += "| index entries | \(r.entries) | | | |\n"
         s += String(format: "| catalog open, first in a fresh process | %@ ms | %@ ms | | |\n", Fmt.f(L["open_first_ms"], 3), Fmt.f(S["open_first_ms"], 3))
         if L["full_check_ms"] != nil {
-            s += "| full check at load (every checksum, as earshotd and the CLI do), after the queries | \(Fmt.f(L["full_check_ms"], 0)) ms; "
+            s += "| full check at load (every checksum, as earshotd and the CLI do), in the fresh process after open | \(Fmt.f(L["full_check_ms"], 0)) ms; "
                 + "RSS \(mb(L["rss_before_full_check_kb"])) MB before, peak \(mb(L["full_check_hwm_kb"])), after \(mb(L["rss_after_full_check_kb"])) | "
                 + "\(Fmt.f(S["full_check_ms"], 1)) ms | pages dropped as checked | |\n"
         }
