@@ -41,11 +41,13 @@ struct DaemonHostileLANTests {
         _ = try await client.call(Methods.Health.check, Earshot_V1_HealthCheckRequest())
 
         let flood = try ConnectionFlood(endpoint: daemon.rpcEndpoint, connections: 600)
-        var calls = 0, mostDescriptors = 0
+        var calls = 0, mostDescriptors = 0, slowest = Duration.zero
         let floodEnds = ContinuousClock.now + .seconds(6)
         while ContinuousClock.now < floodEnds {
             // The client that was in is served throughout, back to back.
+            let asked = ContinuousClock.now
             let reply = try await client.call(Methods.Health.check, Earshot_V1_HealthCheckRequest(), timeout: .seconds(10))
+            slowest = max(slowest, ContinuousClock.now - asked)
             #expect(reply.status == .serving)
             calls += 1
             mostDescriptors = max(mostDescriptors, daemon.openDescriptors)
@@ -54,7 +56,9 @@ struct DaemonHostileLANTests {
         let opened = flood.opened
         flood.stop()
         #expect(opened > 600, "the flood reopened what the daemon closed")
-        #expect(calls > 20)
+        // Never stalled behind the flood (a debug daemon beside other tests on 2 cores: a call
+        // takes up to a few hundred ms here; the benchmark measures the release build).
+        #expect(calls >= 5 && slowest < .seconds(3), "\(calls) calls, the slowest took \(slowest)")
         // Never near the limit: the daemon's own files keep their reserve.
         #expect(mostDescriptors < 256 - 32, "the daemon had \(mostDescriptors) descriptors open")
 
