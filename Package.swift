@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "earshot-bench",
             dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
-                           "EarshotTestSupport", "CMallocCounter"],
+                           "EarshotTestSupport", "CMallocCounter", "CZMQ"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 
@@ -95,7 +95,8 @@ let package = Package(
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(
             name: "EarshotTransportTests",
-            dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "CZMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "EarshotTestSupport", "CZMQ",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
     ]

@@ -28,6 +28,8 @@ public final class AudioFileReader {
     public let frameCount: Int?
 
     private let handle: OpaquePointer
+    /// True for MP3, whose decoder (libmpg123) prints to stderr; its calls run silenced.
+    private let isMPEG: Bool
     /// libsndfile's own frame count, even when it is only an estimate; used to size buffers.
     let estimatedFrameCount: Int?
     /// Reused by every read so that streaming a long file does not allocate per chunk twice.
@@ -43,8 +45,15 @@ public final class AudioFileReader {
     /// recognised format, is truncated or corrupt, or has an unsupported rate or channel count.
     /// The corresponding C function is `sf_open`.
     public init(path: String) throws(EarshotError) {
+        // libsndfile would block opening a FIFO (waiting for a writer): anything that is not a
+        // regular file is refused before it sees the path.
+        if let refusal = RegularFile.problem(at: path), refusal.code == 0 {
+            throw .invalidAudioFormat("\(path): \(refusal.message)")
+        }
         var info = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
+        // The format is not known yet; a file that is not MP3 may still be tried as MP3.
+        let opened = StandardErrorSilencer.silenced { sf_open(path, Int32(SFM_READ), &info) }
+        guard let handle = opened else {
             throw .invalidAudioFormat("\(path): \(Self.openFailureReason(path: path))")
         }
         // From here on the handle is ours; deinit does not run if init throws, so close it here.
@@ -66,6 +75,7 @@ public final class AudioFileReader {
 
         self.path = path
         self.handle = handle
+        self.isMPEG = isMPEG
         self.format = format
         self.estimatedFrameCount = reported
         self.frameCount = isMPEG ? nil : reported
@@ -117,9 +127,10 @@ public final class AudioFileReader {
             }
         }
         let handle = self.handle
-        let got = scratch.withUnsafeMutableBufferPointer { p in
-            Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames)))
+        let decode = { [self] in
+            scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
         }
+        let got = isMPEG ? StandardErrorSilencer.silenced(decode) : decode()
         let frames = max(0, min(got, maxFrames))
         scratch.removeLast((maxFrames - frames) * channels)
 

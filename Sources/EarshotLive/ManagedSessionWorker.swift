@@ -229,9 +229,10 @@ extension ManagedSession {
                 break
             case .finished:
                 // A file source that ran out: its last window still answers, until someone needs
-                // more audio than it has, or that window is older than a window is long.
+                // more audio than it has, or that window is older than a window is long. Not
+                // before everything it delivered is read (a turn takes about a second of it).
                 let windowAge = lastRead.map { Self.seconds(since: $0.instant) } ?? 0
-                if machine.waitingRequests > 0 || machine.streaming || windowAge > windowSeconds {
+                if got == 0, machine.waitingRequests > 0 || machine.streaming || windowAge > windowSeconds {
                     report("the audio source ended")
                 }
             case .idle, .starting, .running:

@@ -16,14 +16,27 @@ final class CatalogsService: Sendable {
         Earshot_V1_CatalogSummary(name: e.name, catalog: e.catalog, active: e.name == activeName)
     }
 
+    func summary(_ f: CatalogStore.Failure) -> Earshot_V1_CatalogSummary {
+        Earshot_V1_CatalogSummary(name: f.name, failure: f.reason)
+    }
+
+    /// Every `.earcat` in the folder, loaded or failed, by name.
+    func summaries() -> [Earshot_V1_CatalogSummary] {
+        (store.entries.map(summary) + store.failures.map(summary)).sorted { $0.name < $1.name }
+    }
+
     func register(on server: RpcServer) {
         server.register(Methods.Catalogs.list, role: .admin) { [self] _, _ throws(RpcError) in
             var reply = Earshot_V1_ListCatalogsResponse()
-            reply.catalogs = store.entries.map(summary)
+            reply.catalogs = summaries()
             return reply
         }
         server.register(Methods.Catalogs.describe, role: .admin) { [self] request, _ throws(RpcError) in
             guard let e = store.entry(named: request.name) else {
+                // The request is fine; the file is not in a state to be described.
+                if let f = store.failure(named: request.name) {
+                    throw RpcError(.failedPrecondition, "catalog \"\(f.name)\" failed to load: \(f.reason)")
+                }
                 throw RpcError(.notFound, "no catalog named \"\(request.name)\"; List shows the names")
             }
             var reply = Earshot_V1_CatalogDescription()

@@ -24,8 +24,11 @@ public final class Daemon: Sendable {
     /// Delivered by `stop()` once everything is closed; `run()` waits for it.
     private let finished = OneShot<Void>()
 
-    /// Opens catalogs and binds the sockets; `run()` starts serving.
-    public init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
+    /// Opens catalogs and binds the sockets; `run()` starts serving. Once `stopRequested`
+    /// returns true (SIGTERM during start-up) it gives up as soon as it can, with
+    /// `DaemonSignals.stoppedDuringStartUp`.
+    public init(configuration: DaemonConfiguration, logger: Logger,
+                stopRequested: @escaping @Sendable () -> Bool = { false }) throws(EarshotError) {
         self.configuration = configuration
         self.logger = logger
         // A daemon or CLI killed in the middle of an atomic write leaves its temporary file.
@@ -35,11 +38,10 @@ public final class Daemon: Sendable {
                 logger.notice("removed \(name) in \(folder), left by an interrupted write")
             }
         }
-        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"))
-        for failure in store.failures {
-            logger.error("catalog \(failure.name) left out: \(failure.reason)")
-        }
+        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"),
+                                 logger: logger, shouldStop: stopRequested)
         let active = try store.active(preferred: configuration.catalog)
+        if stopRequested() { throw DaemonSignals.stoppedDuringStartUp }
 
         let c = configuration
         let source: ManagedSession.SourceFactory
@@ -77,19 +79,32 @@ public final class Daemon: Sendable {
             logger.warning("security.mode = \"none\": no CURVE, no allow-list; anyone who can reach \((c.rpcListen + c.eventsListen).joined(separator: " ")) may do anything")
         }
         self.security = daemonSecurity
+        // Connections may never take the descriptors the daemon needs for itself.
+        let descriptors = DescriptorBudget.make(configured: c.maximumConnections)
+        let limiter = ConnectionLimiter(limits: .init(maximumConnections: descriptors.connections,
+                                                      maximumPerAddress: c.maximumConnectionsPerAddress))
+        let raised = descriptors.limit > descriptors.limitBefore ? " (raised from \(descriptors.limitBefore))" : ""
+        logger.info("file descriptors: limit \(descriptors.limit)\(raised), \(descriptors.inUse) in use; up to \(limiter.limits.maximumConnections) connections (\(limiter.limits.maximumPerAddress) per address), \(descriptors.reserve) kept for the daemon's own files")
+        if descriptors.connections < c.maximumConnections {
+            logger.notice("rpc.max_connections = \(c.maximumConnections) does not fit the descriptor limit of \(descriptors.limit); allowing \(descriptors.connections) (raise LimitNOFILE)")
+        }
         do {
             loop = try TransportLoop()
             var rpc = RpcServer.Configuration(endpoints: c.rpcListen)
             rpc.maximumMessageBytes = c.maximumMessageBytes
             rpc.maximumInFlightPerPeer = c.maximumInFlightPerPeer
+            rpc.maximumInFlightPerClient = c.maximumInFlightPerClient
             rpc.maximumInFlight = c.maximumInFlight
+            rpc.operatorReserve = c.maximumInFlight / 4
+            rpc.connectionLimiter = limiter
             rpc.defaultTimeout = .milliseconds(c.defaultTimeoutMilliseconds)
             rpc.security = daemonSecurity?.security
             server = try RpcServer(loop: loop, configuration: rpc)
             publisher = try EventPublisher(loop: loop, endpoints: c.eventsListen, epoch: epoch,
                                            heartbeatInterval: .milliseconds(c.heartbeatMilliseconds),
                                            sendHighWaterMark: Int32(clamping: c.sendHighWaterMark),
-                                           security: daemonSecurity?.security)
+                                           security: daemonSecurity?.security, topics: Topics.all,
+                                           connectionLimiter: limiter)
         } catch {
             session.shutdown()
             throw .internalError("cannot open the network sockets: \(error)")
@@ -124,6 +139,15 @@ public final class Daemon: Sendable {
             all["rpc_peers_lost"] = UInt64(rpc.peersLost)
             all["rpc_rejected"] = UInt64(rpc.rejected)
             all["rpc_denied"] = UInt64(rpc.denied)
+            all["rpc_disconnects"] = UInt64(rpc.disconnects)
+            all["rpc_revoked_calls"] = UInt64(rpc.revokedCalls)
+            let connections = limiter.statistics
+            all["connections_open"] = UInt64(connections.open)
+            all["connections_peak"] = UInt64(connections.peak)
+            all["connections_refused"] = UInt64(connections.refused)
+            all["connections_limit"] = UInt64(limiter.limits.maximumConnections)
+            all["connections_door_closings"] = UInt64(connections.closings)
+            all["connections_blocked_addresses"] = UInt64(connections.blockedAddresses)
             let refusals = daemonSecurity?.security.allowList.rejections ?? .init()
             all["security_refused"] = UInt64(refusals.count)
             all["security_failed_handshakes"] = UInt64(refusals.failedHandshakes)
@@ -132,6 +156,9 @@ public final class Daemon: Sendable {
             all["events_published"] = UInt64(events.published)
             all["events_dropped"] = UInt64(events.dropped)
             all["events_subscriber_resets"] = UInt64(events.resets)
+            all["events_subscriptions"] = UInt64(events.subscriptions)
+            all["events_subscriptions_ignored"] = UInt64(events.ignoredSubscriptions)
+            all["events_subscribers_cut_off"] = UInt64(events.subscribersCutOff)
             return all
         }
         RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)
@@ -142,13 +169,16 @@ public final class Daemon: Sendable {
         logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(Self.duration(active.catalog.totalDuration)) (\(store.entries.count) catalog(s) in \(store.directory))")
         logger.info("listening on \(sourceName); RPC \(server.boundEndpoints.joined(separator: " ")); events \(publisher.boundEndpoints.joined(separator: " "))")
         for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
+        for f in store.failures { events.publishCatalog(.failed, catalogs.summary(f), message: f.reason) }
         self.events = events
         self.counters = counters
+        refusals = RefusalLog(logger: logger, limiter: limiter, server: server)
     }
 
     private let events: DaemonEvents
     private let counters: DaemonCounters
     private let security: DaemonSecurity?
+    private let refusals: RefusalLog
 
     /// Re-reads the allow-list now (SIGHUP); it is also re-read within a second of a change.
     public func reloadAllowList() {
@@ -209,6 +239,7 @@ public final class Daemon: Sendable {
             })
         }
         if let security { started.append(security.watch()) }
+        started.append(refusals.watch())
         if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)

@@ -28,8 +28,11 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
     public var maximumInFlightPerPeer = 16
+    public var maximumInFlightPerClient = 64
     public var maximumInFlight = 256
     public var defaultTimeoutMilliseconds = 30_000
+    public var maximumConnections = 1024
+    public var maximumConnectionsPerAddress = 256
     // [events]
     public var eventsListen = ["tcp://127.0.0.1:7401"]
     public var heartbeatMilliseconds = 1000
@@ -77,7 +80,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "audio.source", "audio.device", "audio.sample_rate", "audio.channels", "audio.period_ms", "audio.buffer_seconds",
         "audio.realtime_priority", "audio.file", "audio.loop",
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
-        "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight", "rpc.default_timeout_ms",
+        "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight_per_client", "rpc.max_in_flight",
+        "rpc.default_timeout_ms", "rpc.max_connections", "rpc.max_connections_per_address",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
         "security.mode", "security.allow_list",
     ]
@@ -105,8 +109,11 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
+        case "rpc.max_in_flight_per_client": maximumInFlightPerClient = try integer(key, value, 1...100_000)
         case "rpc.max_in_flight": maximumInFlight = try integer(key, value, 1...100_000)
         case "rpc.default_timeout_ms": defaultTimeoutMilliseconds = try integer(key, value, 1...86_400_000)
+        case "rpc.max_connections": maximumConnections = try integer(key, value, 1...1_000_000)
+        case "rpc.max_connections_per_address": maximumConnectionsPerAddress = try integer(key, value, 1...1_000_000)
         case "events.listen": eventsListen = try strings(key, value)
         case "events.heartbeat_ms": heartbeatMilliseconds = try integer(key, value, 100...60_000)
         case "events.send_high_water_mark": sendHighWaterMark = try integer(key, value, 1...10_000_000)
@@ -205,8 +212,11 @@ extension DaemonConfiguration {
             listen = \(list(rpcListen))
             max_message_bytes = \(maximumMessageBytes)
             max_in_flight_per_peer = \(maximumInFlightPerPeer)
+            max_in_flight_per_client = \(maximumInFlightPerClient)
             max_in_flight = \(maximumInFlight)
             default_timeout_ms = \(defaultTimeoutMilliseconds)
+            max_connections = \(maximumConnections)
+            max_connections_per_address = \(maximumConnectionsPerAddress)
 
             [events]
             listen = \(list(eventsListen))

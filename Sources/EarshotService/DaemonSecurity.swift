@@ -15,7 +15,7 @@ final class DaemonSecurity: Sendable {
     /// Refusals already logged (unknown keys, failed handshakes), and when the log last spoke.
     private let logged = Locked<(keys: Int, handshakes: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
     /// The log mentions refused clients at most this often (a scanner must not flood it).
-    static let logInterval: Duration = .seconds(10)
+    static let logInterval: Duration = .seconds(60)
 
     init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
         self.logger = logger

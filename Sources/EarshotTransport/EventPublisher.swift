@@ -1,6 +1,7 @@
 import EarshotWire
 
-/// Publishes events on a PUB socket: frames `topic | EventEnvelope`, with a per-topic seq from 1,
+/// Publishes events on a PUB-style socket (an XPUB, so that it sees and can refuse
+/// subscriptions): frames `topic | EventEnvelope`, with a per-topic seq from 1,
 /// a global seq, the daemon's epoch and a timestamp, and a heartbeat on `Topics.heartbeat`
 /// carrying every topic's head.
 ///
@@ -12,40 +13,59 @@ public final class EventPublisher: Sendable {
     /// The endpoints as bound, with real ports.
     public let boundEndpoints: [String]
 
-    /// Binds every endpoint now; with `security`, only allow-listed clients can connect. `epoch` should be random per process start, so subscribers
-    /// can tell a restart (seqs start again from 1) from lost events.
+    /// Binds every endpoint now; with `security`, only allow-listed clients can connect. `epoch`
+    /// should be random per process start, so subscribers can tell a restart (seqs start again
+    /// from 1) from lost events. `topics`: what will be published (heartbeats are added);
+    /// subscriptions that cannot match one of them are ignored (nil: any prefix is applied).
+    /// `connectionLimiter` caps connections together with the other sockets sharing it.
     public init(
         loop: TransportLoop, endpoints: [String], epoch: UInt64, heartbeatInterval: Duration = .seconds(1),
-        sendHighWaterMark: Int32 = 10_000, security: ServerSecurity? = nil
+        sendHighWaterMark: Int32 = 10_000, security: ServerSecurity? = nil, topics: [String]? = nil,
+        connectionLimiter: ConnectionLimiter? = nil
     ) throws(TransportError) {
         let makeSocket = { @Sendable () throws(TransportError) -> ZMQSocket in
-            let socket = try ZMQSocket(.pub)
+            // XPUB is PUB to subscribers; it also shows the application each subscription.
+            let socket = try ZMQSocket(.xpub)
+            try socket.set(.xpubManual, true)
             try socket.set(.linger, 0)
             try socket.set(.sendHighWaterMark, sendHighWaterMark)
             // Only subscriptions come in; a peer sending anything big is not a subscriber.
             try socket.set(.maximumMessageSize, 4096)
+            // libzmq stores every subscription it reads (in its trie, even in manual mode) before
+            // the application sees it and can cut the connection off; what it reads in one go is
+            // bounded by this queue, so a subscriber sending thousands costs the daemon a few.
+            try socket.set(.receiveHighWaterMark, 32)
             try socket.set(.heartbeatInterval, 2000)
             try socket.set(.heartbeatTimeout, 6000)
             try socket.set(.heartbeatTTL, 6000)
             // A connection that has not finished its handshake in 5 s is a scanner or broken:
             // don't let such connections pile up for libzmq's default 30 s.
             try socket.set(.handshakeInterval, 5000)
+            try socket.set(.backlog, ConnectionLimiter.listenBacklog)
             // Every listed role may subscribe, so the allow-list alone decides.
-            try security?.apply(to: socket, loop: loop.core)
+            try security?.apply(to: socket)
             return socket
         }
         let socket = try makeSocket()
+        let core = PublisherCore(
+            epoch: epoch, heartbeatInterval: heartbeatInterval, outboxLimit: Int(max(1, sendHighWaterMark)),
+            filter: SubscriptionFilter(topics: topics.map { $0 + [Topics.heartbeat] }),
+            allowList: security?.allowList, limiter: connectionLimiter, makeSocket: makeSocket, loop: loop.core)
         var bound: [String] = []
-        for endpoint in endpoints {
-            try socket.bind(endpoint)
-            bound.append(try socket.lastEndpoint())
+        do throws(TransportError) {
+            try core.watch(socket)
+            for endpoint in endpoints {
+                try socket.bind(endpoint)
+                bound.append(try socket.lastEndpoint())
+            }
+        } catch {
+            socket.close()
+            throw error
         }
+        core.start(socket: socket, endpoints: bound)
         boundEndpoints = bound
         self.loop = loop
-        core = PublisherCore(
-            epoch: epoch, heartbeatInterval: heartbeatInterval, outboxLimit: Int(max(1, sendHighWaterMark)),
-            socket: socket, endpoints: bound, makeSocket: makeSocket, loop: loop.core)
-        loop.core.attach(core)
+        self.core = core
         // A removed key must lose its subscription too; the core is held weakly, the list may
         // outlive this publisher.
         security?.allowList.onRemoval { [weak core] in core?.resetSubscribers() }

@@ -13,6 +13,12 @@ public struct EventPublisherStatistics: Sendable, Equatable {
     /// Attempts to bind the new socket after a reset that found the port still taken (retried
     /// after 20 ms, then at doubling intervals up to 1 s).
     public var rebindFailures = 0
+    /// Subscriptions applied, and ignored because they could never match a published topic.
+    public var subscriptions = 0
+    public var ignoredSubscriptions = 0
+    /// Subscriber connections closed for asking more than a connection may (64 subscriptions,
+    /// 4096 bytes of prefixes).
+    public var subscribersCutOff = 0
 
     public init() {}
 }

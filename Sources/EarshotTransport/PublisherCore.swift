@@ -13,19 +13,38 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
         var statistics = EventPublisherStatistics()
     }
 
+    /// What one connection may ask for: libzmq keeps every subscription a connection sends
+    /// (in manual mode too, to unsubscribe it when the connection ends), whether applied or not.
+    static let maximumSubscriptionsPerConnection = 64
+    static let maximumSubscriptionBytesPerConnection = 4096
+
     let epoch: UInt64
     let heartbeatInterval: Duration
     let outboxLimit: Int
-    /// The endpoints as bound (real ports), for binding a new socket in the old one's place.
-    let endpoints: [String]
-    /// A configured, unbound PUB socket.
+    /// A configured, unbound XPUB socket.
     let makeSocket: @Sendable () throws(TransportError) -> ZMQSocket
     let loop: LoopCore
+    let filter: SubscriptionFilter
+    let allowList: ClientAllowList?
+    let limiter: ConnectionLimiter?
     private let state = Locked(State())
+
+    /// The endpoints as bound (real ports), for binding a new socket in the old one's place.
+    /// Set by `start`, before the loop sees the core.
+    private(set) var endpoints: [String] = []
 
     // Loop thread only.
     /// Nil from a reset until the new socket is bound.
     private var socket: ZMQSocket?
+    /// The socket's monitor (each socket has its own).
+    private var monitor: SocketMonitor?
+    /// Subscriptions asked for on each open connection (by descriptor), and connections cut off
+    /// for asking too much whose end libzmq has not reported yet.
+    private var asked: [Int32: (count: Int, bytes: Int)] = [:]
+    private var cutOff: Set<Int32> = []
+    /// A connection that was cut off has closed: libzmq has freed what it stored for it, but
+    /// glibc keeps freed memory in its arenas; the next heartbeat gives it back (`malloc_trim`).
+    private var memoryToGiveBack = false
     /// When to try binding the new socket (a closed listener frees its port asynchronously).
     private var rebindAt: ContinuousClock.Instant?
     private var nextHeartbeat: ContinuousClock.Instant
@@ -35,16 +54,43 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     private var rebindDelay = PublisherCore.firstRebindDelay
     static let firstRebindDelay: Duration = .milliseconds(20)
 
-    init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, socket: ZMQSocket, endpoints: [String],
-         makeSocket: @escaping @Sendable () throws(TransportError) -> ZMQSocket, loop: LoopCore) {
+    init(epoch: UInt64, heartbeatInterval: Duration, outboxLimit: Int, filter: SubscriptionFilter, allowList: ClientAllowList?,
+         limiter: ConnectionLimiter?, makeSocket: @escaping @Sendable () throws(TransportError) -> ZMQSocket, loop: LoopCore) {
         self.epoch = epoch
         self.heartbeatInterval = heartbeatInterval
         self.outboxLimit = outboxLimit
-        self.socket = socket
-        self.endpoints = endpoints
+        self.filter = filter
+        self.allowList = allowList
+        self.limiter = limiter
         self.makeSocket = makeSocket
         self.loop = loop
         nextHeartbeat = .now + heartbeatInterval
+    }
+
+    /// Starts monitoring `socket` (before it binds, so that no connection goes unseen).
+    func watch(_ socket: ZMQSocket) throws(TransportError) {
+        monitor = try SocketMonitor.start(
+            watching: socket, allowList: allowList, limiter: limiter, loop: loop,
+            onDisconnect: { [weak self] fd in self?.connectionClosed(fd) })
+    }
+
+    /// Takes the first socket, bound on `endpoints`, and joins the loop.
+    func start(socket: ZMQSocket, endpoints: [String]) {
+        self.socket = socket
+        self.endpoints = endpoints
+        limiter?.guardListeners(of: ObjectIdentifier(socket), boundTo: endpoints)
+        loop.attach(self)
+    }
+
+    /// Closes the socket; the limiter lets go of its listeners first.
+    private func closeSocket() {
+        guard let socket else { return }
+        limiter?.forget(ObjectIdentifier(socket))
+        socket.close()
+        self.socket = nil
+        monitor = nil
+        asked.removeAll()
+        cutOff.removeAll()
     }
 
     var heads: [String: UInt64] { state.withLock { $0.heads } }
@@ -79,13 +125,61 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
 
     // MARK: LoopAttachment
 
-    /// PUB never has input for the application, but polling it makes libzmq process the
-    /// subscriptions that arrived (it does so only when the socket is used). Otherwise they would
-    /// wait for the next send, and a burst of them could fill the pipe and stall that connection
-    /// (libzmq 4.3.4 can abort on a stalled connection that then fails; see docs/PROTOCOL.md).
+    /// The socket is an XPUB with manual subscriptions: each subscription arrives here as a
+    /// message (1 + prefix, or 0 + prefix to unsubscribe) and takes effect only when applied
+    /// right after it is read (libzmq applies it to the connection it came from). Reading them
+    /// promptly also keeps a burst from filling the pipe and stalling that connection (libzmq
+    /// 4.3.4 can abort on a stalled connection that then fails; see docs/PROTOCOL.md).
     var pollSocket: ZMQSocket? { isDetached ? nil : socket }
 
-    func socketReadable(now: ContinuousClock.Instant) {}
+    func socketReadable(now: ContinuousClock.Instant) {
+        guard let socket else { return }
+        var applied = 0, ignored = 0, cut = 0
+        for _ in 0..<1024 {
+            guard let message = try? socket.receive(maximumFrames: 1), let frame = message.frames.first else { break }
+            // Anything else a raw peer sends is not for us.
+            guard message.frames.count == 1, !message.truncated, let kind = frame.first, kind <= 1 else { continue }
+            // Connections that ended are known before this message's descriptor is looked at.
+            monitor?.drain()
+            let fd = message.sourceFD
+            let prefix = frame.dropFirst()
+            // fd -1: libzmq unsubscribing a connection that ended (nothing left to apply to).
+            if fd >= 0 {
+                if cutOff.contains(fd) { continue }
+                var counts = asked[fd, default: (0, 0)]
+                counts.count = max(0, counts.count + (kind == 1 ? 1 : -1))
+                counts.bytes = max(0, counts.bytes + (kind == 1 ? prefix.count : -prefix.count))
+                if counts.count > Self.maximumSubscriptionsPerConnection || counts.bytes > Self.maximumSubscriptionBytesPerConnection {
+                    // libzmq cannot refuse to store a subscription, so the connection goes.
+                    asked[fd] = nil
+                    cutOff.insert(fd)
+                    ConnectionLimiter.shutDown(fd)
+                    cut += 1
+                    continue
+                }
+                asked[fd] = counts
+            }
+            guard filter.allows(prefix) else {
+                ignored += 1
+                continue
+            }
+            try? socket.set(kind == 1 ? .subscribe : .unsubscribe, Array(prefix))
+            if kind == 1 { applied += 1 }
+        }
+        if applied + ignored + cut > 0 {
+            state.withLock {
+                $0.statistics.subscriptions += applied
+                $0.statistics.ignoredSubscriptions += ignored
+                $0.statistics.subscribersCutOff += cut
+            }
+        }
+    }
+
+    /// The socket monitor saw connection `fd` end.
+    private func connectionClosed(_ fd: Int32) {
+        asked[fd] = nil
+        if cutOff.remove(fd) != nil { memoryToGiveBack = true }
+    }
 
     func nextWakeup() -> ContinuousClock.Instant? {
         guard !isDetached else { return nil }
@@ -102,12 +196,22 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
         envelope.heartbeat = Earshot_V1_Heartbeat()
         publish(topic: Topics.heartbeat, envelope)
         flush()
+        if memoryToGiveBack {
+            // At most once a heartbeat, and only after an abusive subscriber left: a few ms.
+            memoryToGiveBack = false
+            _ = Self.mallocTrim?(0)
+        }
     }
+
+    /// glibc's `malloc_trim` (not in Swift's Glibc module; absent from other C libraries).
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 
     func detached() {
         isDetached = true
-        socket?.close()
-        socket = nil
+        closeSocket()
     }
 
     /// Closes the socket, which ends every subscriber's connection, and binds a new one on the
@@ -116,8 +220,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     func resetSubscribers() {
         loop.enqueue { [self] in
             guard !isDetached else { return }
-            socket?.close()
-            socket = nil
+            closeSocket()
             rebindAt = .now
             state.withLock { $0.statistics.resets += 1 }
         }
@@ -128,6 +231,10 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     private func rebind(now: ContinuousClock.Instant) {
         do throws(TransportError) {
             let fresh = try makeSocket()
+            do throws(TransportError) { try watch(fresh) } catch {
+                fresh.close()
+                throw error
+            }
             for endpoint in endpoints {
                 do throws(TransportError) { try fresh.bind(endpoint) } catch {
                     fresh.close()
@@ -135,6 +242,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
                 }
             }
             socket = fresh
+            limiter?.guardListeners(of: ObjectIdentifier(fresh), boundTo: endpoints)
             rebindAt = nil
             rebindDelay = Self.firstRebindDelay
         } catch {

@@ -24,21 +24,39 @@ public final class RpcServer: Sendable {
         try socket.set(.routerMandatory, true)
         try socket.set(.maximumMessageSize, Int64(configuration.maximumMessageBytes))
         try socket.set(.sendHighWaterMark, configuration.highWaterMark)
-        try socket.set(.receiveHighWaterMark, configuration.highWaterMark)
+        // Inbound, a client never needs more queued than it may have calls in flight (and a
+        // few cancels and pings); beyond that libzmq stops reading its connection. The queue
+        // is counted in messages, which may be 4 MiB each.
+        try socket.set(.receiveHighWaterMark, Int32(clamping: min(Int(configuration.highWaterMark), 2 * configuration.maximumInFlightPerPeer + 16)))
         try socket.set(.heartbeatInterval, configuration.heartbeatInterval.socketMilliseconds)
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
-        try configuration.security?.apply(to: socket, loop: loop.core)
+        // What a burst can get past a closed door before it closes (see ConnectionLimiter).
+        try socket.set(.backlog, ConnectionLimiter.listenBacklog)
+        try configuration.security?.apply(to: socket)
+        let core = RpcServerCore(loop: loop.core, socket: socket, configuration: configuration)
+        // Before binding, so that no connection goes unseen; the core is held weakly (the loop
+        // holds the monitor until the socket closes).
+        let monitor = try SocketMonitor.start(
+            watching: socket, allowList: configuration.security?.allowList, limiter: configuration.connectionLimiter,
+            loop: loop.core, onDisconnect: { [weak core] fd in core?.connectionClosed(fd) })
+        core.attach(monitor: monitor)
         var bound: [String] = []
         for endpoint in configuration.endpoints {
             try socket.bind(endpoint)
             bound.append(try socket.lastEndpoint())
         }
         boundEndpoints = bound
+        configuration.connectionLimiter?.guardListeners(of: ObjectIdentifier(socket), boundTo: bound)
         self.loop = loop
-        core = RpcServerCore(loop: loop.core, socket: socket, configuration: configuration)
+        self.core = core
         loop.core.attach(core)
+        // A removed key's calls end at once, streams included.
+        configuration.security?.allowList.onRemoval { [weak core] in
+            guard let core else { return }
+            core.loop.enqueue { core.cancelRevokedCalls() }
+        }
     }
 
     deinit {

@@ -9,8 +9,17 @@ extension RpcServer {
         public var maximumMessageBytes = 4 << 20
         /// More calls in flight from one connection → RESOURCE_EXHAUSTED.
         public var maximumInFlightPerPeer = 16
-        /// More calls in flight in all → RESOURCE_EXHAUSTED.
+        /// More calls in flight from one client (a key; an address without CURVE), over all its
+        /// connections → RESOURCE_EXHAUSTED.
+        public var maximumInFlightPerClient = 64
+        /// More calls in flight in all → RESOURCE_EXHAUSTED, except a client's first
+        /// `guaranteedPerClient`, which are always let in. See `CallAdmission`.
         public var maximumInFlight = 256
+        public var guaranteedPerClient = 4
+        /// Of `maximumInFlight`, what viewers can never take (kept for operators and admins).
+        public var operatorReserve = 64
+        /// Caps connections (shared with other sockets); nil = no cap.
+        public var connectionLimiter: ConnectionLimiter?
         /// The timeout of a call that gives none (`timeout_ms` 0).
         public var defaultTimeout: Duration = .seconds(30)
         /// Longer timeouts are cut to this. Long, because streams may run for hours.
@@ -36,6 +45,14 @@ extension RpcServer {
         public init(endpoints: [String]) {
             self.endpoints = endpoints
         }
+    }
+}
+
+extension RpcServer.Configuration {
+    var admissionLimits: CallAdmission.Limits {
+        CallAdmission.Limits(
+            perConnection: maximumInFlightPerPeer, perClient: maximumInFlightPerClient, total: maximumInFlight,
+            guaranteedPerClient: guaranteedPerClient, operatorReserve: min(operatorReserve, maximumInFlight))
     }
 }
 

@@ -8,7 +8,12 @@ import Synchronization
 /// The loop thread only routes: it checks envelopes, applies the limits, starts each handler
 /// as a task and sends what the tasks hand back. It never blocks on a peer: a full queue ends
 /// the stream it was for (RESOURCE_EXHAUSTED), and an END that finds the queue full is retried
-/// for a while on a timer rather than waited for.
+/// for a while on a timer rather than waited for. Nothing it does for one message costs much:
+/// envelopes are judged on their wire bytes before they are copied (`EnvelopePrecheck`).
+///
+/// It knows which TCP connection each client's messages come on (`ZMQ_SRCFD`), and hears from
+/// the socket monitor when one closes: the calls of a client that is gone are cancelled at once
+/// rather than left to their deadlines.
 final class RpcServerCore: LoopAttachment, @unchecked Sendable {
     /// An END that met a full queue.
     private struct UnsentReply {
@@ -37,7 +42,12 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
 
     // Loop thread only.
     private var calls: [CallKey: ServerCall] = [:]
-    private var callsPerPeer: [PeerID: Int] = [:]
+    private var admission: CallAdmission
+    /// Which client each open TCP connection (by descriptor) carries, and back.
+    private var peerOnConnection: [Int32: PeerID] = [:]
+    private var connectionOfPeer: [PeerID: Int32] = [:]
+    /// Watches the socket's connections; nil until `attach(monitor:)`.
+    private var monitor: SocketMonitor?
     /// No call ends before this (it may be stale-early, never late): saves scanning every call
     /// on every turn of the loop.
     private var earliestDeadline: ContinuousClock.Instant?
@@ -49,6 +59,12 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         self.loop = loop
         self.socket = socket
         self.configuration = configuration
+        admission = CallAdmission(limits: configuration.admissionLimits)
+    }
+
+    /// Hands the socket's monitor over (before the loop sees either).
+    func attach(monitor: SocketMonitor) {
+        self.monitor = monitor
     }
 
     // MARK: LoopAttachment
@@ -56,15 +72,42 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
     var pollSocket: ZMQSocket? { isDetached ? nil : socket }
 
     func socketReadable(now: ContinuousClock.Instant) {
+        let limits = (entries: configuration.maximumMetadataEntries, bytes: configuration.maximumMetadataBytes)
+        let plain = configuration.security == nil
         for _ in 0..<Self.receiveBatch {
+            var verdict = EnvelopePrecheck.Verdict.decode
             let message: ZMQReceivedMessage?
             do {
-                message = try socket.receive(maximumFrames: 3)
+                // Frame 2 is the envelope: judged in place, and not even copied when refused.
+                message = try socket.receive(maximumFrames: 3, peerAddress: plain) { index, bytes in
+                    guard index == 2 else { return true }
+                    verdict = EnvelopePrecheck.check(bytes, maximumEntries: limits.entries, maximumBytes: limits.bytes)
+                    return verdict == .decode
+                }
             } catch {
                 return
             }
-            guard let message else { return }
-            handle(message, now: now)
+            guard let message, let routingID = message.frames.first else { return }
+            let peer = PeerID(bytes: routingID)
+            // Connections that closed are known before this message's connection is noted: its
+            // descriptor may be one libzmq took back from a closed connection and gave again.
+            monitor?.drain()
+            noteConnection(message.sourceFD, of: peer)
+            if case .decode = verdict {
+                handle(message, peer: peer, now: now)
+                continue
+            }
+            // The envelope was judged without being copied; the same rules as below apply.
+            guard message.frameCount == 3 else {
+                counters.withLock { $0.droppedFrames += 1 }
+                continue
+            }
+            let signatureMatches = message.frames.count > 1 && message.frames[1] == WireCoding.signature
+            if signatureMatches, case .refuse(let requestID, let problem) = verdict, requestID != 0 {
+                sendEnd(to: peer, requestID: requestID, error: RpcError(.invalidArgument, problem))
+            } else {
+                counters.withLock { if signatureMatches { $0.droppedEnvelopes += 1 } else { $0.droppedFrames += 1 } }
+            }
         }
     }
 
@@ -88,17 +131,18 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             cancel(call, RpcError(.unavailable, "the server is shutting down"), notifyPeer: false)
         }
         unsentReplies.removeAll()
+        // Its listeners close with it: the limiter must not touch those descriptors again.
+        configuration.connectionLimiter?.forget(ObjectIdentifier(socket))
         socket.close()
     }
 
     // MARK: Incoming messages
 
-    private func handle(_ message: ZMQReceivedMessage, now: ContinuousClock.Instant) {
+    private func handle(_ message: ZMQReceivedMessage, peer: PeerID, now: ContinuousClock.Instant) {
         guard message.frames.count == 3, !message.truncated else {
             counters.withLock { $0.droppedFrames += 1 }
             return
         }
-        let peer = PeerID(bytes: message.frames[0])
         let signatureMatches = message.frames[1] == WireCoding.signature
         guard
             let envelope = try? Earshot_V1_RequestEnvelope(
@@ -118,7 +162,7 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         }
         switch envelope.control {
         case .call:
-            accept(envelope, from: peer, userID: message.userID, now: now)
+            accept(envelope, from: peer, userID: message.userID, address: message.peerAddress, now: now)
         case .cancel:
             if let call = calls[CallKey(peer: peer, requestID: envelope.requestID)], !call.ended {
                 cancel(call, RpcError(.cancelled, "cancelled by the client"), notifyPeer: true)
@@ -134,7 +178,8 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         }
     }
 
-    private func accept(_ envelope: Earshot_V1_RequestEnvelope, from peer: PeerID, userID: String?, now: ContinuousClock.Instant) {
+    private func accept(_ envelope: Earshot_V1_RequestEnvelope, from peer: PeerID, userID: String?, address: String?,
+                        now: ContinuousClock.Instant) {
         let key = CallKey(peer: peer, requestID: envelope.requestID)
         let id = envelope.requestID
         if calls[key] != nil {
@@ -153,6 +198,9 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         }
         var role = ClientRole.admin
         var userID = userID
+        // Without CURVE there are no keys: a client is its address.
+        var client = "address " + (address ?? "?")
+        var clientLabel = client
         if let security = configuration.security {
             // ZAP ran at the handshake; the list may have changed since, so look again.
             guard let current = userID.flatMap(security.allowList.entry(forUserID:)) else {
@@ -162,6 +210,8 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             }
             role = current.role
             userID = current.userID
+            client = "key " + current.name
+            clientLabel = "client \"\(current.name)\""
         }
         guard role >= handler.minimumRole else {
             counters.withLock { $0.denied += 1 }
@@ -176,13 +226,12 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             sendEnd(to: peer, requestID: id, error: RpcError(.invalidArgument, problem))
             return
         }
-        let fromPeer = callsPerPeer[peer, default: 0]
-        if fromPeer >= configuration.maximumInFlightPerPeer || calls.count >= configuration.maximumInFlight {
-            counters.withLock { $0.rejected += 1 }
-            let reason =
-                fromPeer >= configuration.maximumInFlightPerPeer
-                ? "\(fromPeer) calls from this client are already in flight (at most \(configuration.maximumInFlightPerPeer))"
-                : "\(calls.count) calls are already in flight (at most \(configuration.maximumInFlight))"
+        let caller = CallAdmission.Caller(connection: peer, client: client, role: role, clientLabel: clientLabel)
+        if let reason = admission.refusal(for: caller) {
+            counters.withLock {
+                $0.rejected += 1
+                $0.lastRejection = "\(clientLabel): \(reason)"
+            }
             sendEnd(to: peer, requestID: id, error: RpcError(.resourceExhausted, reason))
             return
         }
@@ -196,9 +245,9 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             key: key,
             call: RpcCall(method: envelope.method, requestID: id, peer: peer.description,
                           metadata: envelope.metadata, deadline: deadline, userID: userID, role: role),
-            timeout: timeout)
+            timeout: timeout, caller: caller)
         calls[key] = call
-        callsPerPeer[peer] = fromPeer + 1
+        admission.add(caller)
         earliestDeadline = earliestDeadline.map { min($0, deadline) } ?? deadline
         counters.withLock { $0.callsByMethod[envelope.method, default: 0] += 1 }
 
@@ -218,8 +267,7 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
     private func handlerReturned(_ call: ServerCall, _ outcome: HandlerOutcome) {
         if calls[call.key] === call {
             calls[call.key] = nil
-            let remaining = callsPerPeer[call.key.peer, default: 1] - 1
-            callsPerPeer[call.key.peer] = remaining > 0 ? remaining : nil
+            admission.remove(call.caller)
         }
         guard !call.ended, !isDetached else { return }
         call.ended = true
@@ -256,17 +304,59 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         earliestDeadline = next
     }
 
-    /// Every call of a peer that left (EHOSTUNREACH) is cancelled; nothing can reach it.
+    /// Every call of a peer that left (its connection closed, or a send found it gone) is
+    /// cancelled; nothing can reach it.
     private func peerGone(_ peer: PeerID) {
         // Replies still queued for a peer that left all fail; count the peer once.
         if lastLostPeer != peer {
             lastLostPeer = peer
             counters.withLock { $0.peersLost += 1 }
         }
+        if let fd = connectionOfPeer.removeValue(forKey: peer), peerOnConnection[fd] == peer {
+            peerOnConnection[fd] = nil
+        }
         for call in calls.values where call.key.peer == peer && !call.ended {
             cancel(call, RpcError(.cancelled, "the client disconnected"), notifyPeer: false)
         }
         unsentReplies.removeAll { $0.peer == peer }
+    }
+
+    /// `peer`'s messages come on connection `fd`.
+    private func noteConnection(_ fd: Int32, of peer: PeerID) {
+        guard fd >= 0 else { return }
+        if let known = peerOnConnection[fd] {
+            if known == peer { return }
+            // The descriptor carries another client now: the one it carried has closed.
+            peerGone(known)
+        }
+        if let previous = connectionOfPeer[peer], previous != fd, peerOnConnection[previous] == peer {
+            // A client that chose its own routing id came back on a new connection.
+            peerOnConnection[previous] = nil
+        }
+        peerOnConnection[fd] = peer
+        connectionOfPeer[peer] = fd
+    }
+
+    /// The socket monitor saw connection `fd` close (the client left, or stopped answering
+    /// heartbeats). Its client's calls end now, not at their deadlines.
+    func connectionClosed(_ fd: Int32) {
+        guard let peer = peerOnConnection.removeValue(forKey: fd) else { return }
+        if connectionOfPeer[peer] == fd { connectionOfPeer[peer] = nil }
+        counters.withLock { $0.disconnects += 1 }
+        peerGone(peer)
+    }
+
+    /// Ends, with UNAUTHENTICATED, the calls of clients whose key left the allow-list: a revoked
+    /// key keeps nothing running (not even a stream with a day-long deadline).
+    func cancelRevokedCalls() {
+        guard let allowList = configuration.security?.allowList else { return }
+        var revoked = 0
+        for call in calls.values where !call.ended {
+            guard let userID = call.call.userID, allowList.entry(forUserID: userID) == nil else { continue }
+            cancel(call, RpcError(.unauthenticated, "this client's key was removed from the server's allow-list"), notifyPeer: true)
+            revoked += 1
+        }
+        if revoked > 0 { counters.withLock { $0.revokedCalls += revoked } }
     }
 
     /// Stops new calls; those in flight go on.

@@ -16,8 +16,14 @@ public struct RpcServerStatistics: Sendable, Equatable {
     public var droppedReplies = 0
     /// Sends that found the client gone (EHOSTUNREACH); its calls were cancelled.
     public var peersLost = 0
-    /// Calls refused by the in-flight limits.
+    /// Calls refused by the in-flight limits, and the last refusal ("client \"tv\": …").
     public var rejected = 0
+    public var lastRejection: String?
+    /// Connections closed (seen by the socket monitor) that carried a client; their calls were
+    /// cancelled.
+    public var disconnects = 0
+    /// Calls ended because their key left the allow-list.
+    public var revokedCalls = 0
     /// Calls refused because the caller's role is too low (PERMISSION_DENIED).
     public var denied = 0
     /// Handlers running now.

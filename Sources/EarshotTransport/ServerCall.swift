@@ -9,6 +9,8 @@ final class ServerCall: @unchecked Sendable {
     let key: CallKey
     let call: RpcCall
     let timeout: Duration
+    /// Who it counts against in the in-flight limits.
+    let caller: CallAdmission.Caller
 
     // Loop thread only.
     var ended = false
@@ -20,9 +22,10 @@ final class ServerCall: @unchecked Sendable {
     let queuedItems = Atomic<Int>(0)
     let handlerReturned = Atomic<Bool>(false)
 
-    init(key: CallKey, call: RpcCall, timeout: Duration) {
+    init(key: CallKey, call: RpcCall, timeout: Duration, caller: CallAdmission.Caller) {
         self.key = key
         self.call = call
         self.timeout = timeout
+        self.caller = caller
     }
 }

@@ -10,11 +10,10 @@ public struct ServerSecurity: Sendable {
         self.allowList = allowList
     }
 
-    /// Makes `socket` a CURVE server answered by the ZAP handler, its failed handshakes counted
-    /// by a monitor on `loop`. Call before `bind`: the handler must be bound before the first
-    /// connection can arrive.
-    func apply(to socket: ZMQSocket, loop: LoopCore) throws(TransportError) {
-        try HandshakeMonitor.start(watching: socket, allowList: allowList, loop: loop)
+    /// Makes `socket` a CURVE server answered by the ZAP handler. Call before `bind`: the handler
+    /// must be bound before the first connection can arrive. (The socket's `SocketMonitor` counts
+    /// the handshakes that fail before a key is known.)
+    func apply(to socket: ZMQSocket) throws(TransportError) {
         let zap = try ZAPHandler.shared()
         zap.register(allowList)
         try socket.set(.curveSecretKey, Array(keyPair.secretKey.utf8))

@@ -102,5 +102,15 @@ extension Earshot_V1_CatalogSummary {
         minimumQueryDuration = catalog.minimumQuerySignatureDuration
         maximumQueryDuration = catalog.maximumQuerySignatureDuration
         self.active = active
+        state = .loaded
+    }
+
+    /// A catalog file that was left out: only its name, the state and the reason (a catalog
+    /// that does not verify has no counts worth showing).
+    public init(name: String, failure: String) {
+        self.init()
+        self.name = name
+        state = .failed
+        self.failure = failure
     }
 }

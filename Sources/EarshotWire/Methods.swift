@@ -64,6 +64,9 @@ public enum Topics {
     public static let heartbeat = "earshot.v1/hb/"
     /// Synthetic events of the benchmark (`events.load_test_rate`).
     public static let loadTest = "earshot.v1/loadtest/"
+
+    /// Every topic the daemon publishes: subscriptions that cannot match one are not applied.
+    public static let all = [session, match, catalog, health, heartbeat, loadTest]
 }
 
 /// The first frame of every RPC message, both ways: the protocol and its major version.

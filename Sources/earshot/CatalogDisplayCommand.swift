@@ -26,7 +26,7 @@ struct CatalogDisplayCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let mapped = try CatalogFile.map(catalog, verification: .full)
+        let mapped = try CatalogFile.map(catalog)
         let contents: CustomCatalog
         do { contents = try CustomCatalog(mapped) } catch { throw CLIFailure.badInput(catalog, error) }
         let itemCount = contents.references.reduce(0) { $0 + $1.mediaItems.count }

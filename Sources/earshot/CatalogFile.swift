@@ -2,17 +2,18 @@ import EarshotCore
 
 /// Reading and writing `.earcat` files with the CLI's error conventions.
 enum CatalogFile {
-    /// Maps the catalog at `path` (for matching and reading).
-    static func map(_ path: String, verification: MappedCatalog.Verification) throws(CLIFailure) -> MappedCatalog {
+    /// Maps the catalog at `path` after the full check the daemon makes too (every checksum,
+    /// the structure, the exact length): a catalog the daemon would leave out is refused here,
+    /// whatever the command, and an edit never carries corruption into the rewritten file.
+    static func map(_ path: String) throws(CLIFailure) -> MappedCatalog {
         try InputFile.requireFile(path)
         try InputFile.requireMagic("EARCAT", of: path, kind: "an Earshot catalog")
-        do { return try MappedCatalog(contentsOf: path, verification: verification) } catch { throw .badInput(path, error) }
+        do { return try MappedCatalog(contentsOf: path) } catch { throw .badInput(path, error) }
     }
 
-    /// Reads the catalog at `path` for editing, verifying every checksum first so that an
-    /// edit never carries corruption into the rewritten file.
+    /// Reads the catalog at `path` for editing.
     static func readForEditing(_ path: String) throws(CLIFailure) -> CustomCatalog {
-        let mapped = try map(path, verification: .full)
+        let mapped = try map(path)
         do { return try CustomCatalog(mapped) } catch { throw .badInput(path, error) }
     }
 

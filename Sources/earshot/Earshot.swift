@@ -1,4 +1,5 @@
 import ArgumentParser
+import EarshotAudio
 import EarshotCore
 import Foundation
 
@@ -42,6 +43,8 @@ struct Earshot: ParsableCommand {
 
     /// Parses, runs, and maps every failure to one stderr line and a documented exit status.
     static func main() {
+        // Decoders' own chatter stays off the terminal; our messages go through Terminal.
+        StandardErrorSilencer.enable()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -3,20 +3,25 @@ import EarshotCore
 
 /// Checks on input files made before any work, so a typo fails fast with a clear message.
 enum InputFile {
-    /// Throws a bad-input failure unless `path` is an existing regular file.
+    /// Throws a bad-input failure unless `path` is an existing, readable regular file (or a
+    /// symbolic link to one). A FIFO, socket or device is refused without being opened: reading
+    /// one would wait for a writer or consume what it holds.
     static func requireFile(_ path: String) throws(CLIFailure) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .badInput(path, "no such file")
+        if let refusal = RegularFile.problem(at: path) {
+            switch refusal.code {
+            case ENOENT, ENOTDIR: throw .badInput(path, "no such file")
+            case EACCES: throw .badInput(path, "permission denied")
+            default: throw .badInput(path, refusal.message)
+            }
         }
-        guard !isDirectory.boolValue else { throw .badInput(path, "is a directory, not a file") }
         guard FileManager.default.isReadableFile(atPath: path) else { throw .badInput(path, "permission denied") }
     }
 
-    /// The first `count` bytes of the file (fewer if it is shorter; empty if unreadable).
+    /// The first `count` bytes of the file (fewer if it is shorter; empty if unreadable or not
+    /// a regular file).
     static func prefix(of path: String, count: Int) -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
-        defer { try? handle.close() }
+        guard let file = try? RegularFile.openForReading(path) else { return [] }
+        let handle = FileHandle(fileDescriptor: file.descriptor, closeOnDealloc: true)
         return (try? handle.read(upToCount: count)).map { [UInt8]($0) } ?? []
     }
 

@@ -109,7 +109,7 @@ struct ListenCommand: ParsableCommand {
     }
 
     func run() throws {
-        let mapped = try CatalogFile.map(catalog, verification: .structure)
+        let mapped = try CatalogFile.map(catalog)
         let kind: ListenSource.Kind
         if let source {
             kind = .file(path: String(source.dropFirst("file:".count)), loop: loop)

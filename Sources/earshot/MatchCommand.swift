@@ -44,7 +44,7 @@ struct MatchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let mapped = try CatalogFile.map(catalog, verification: .structure)
+        let mapped = try CatalogFile.map(catalog)
         let signature = try SignatureInput.load(query)
         let window = try Self.window(of: signature, start: start, limit: mapped.maximumQuerySignatureDuration,
                                      query: query, quiet: quietOption.quiet)

@@ -1,3 +1,4 @@
+import EarshotAudio
 import Foundation
 
 #if canImport(Glibc)
@@ -6,14 +7,14 @@ import Foundation
 
 /// Where messages for people go: results on stdout, errors, notes and progress on stderr.
 enum Terminal {
-    /// Writes `text` and a line break to stderr.
+    /// Writes `text` and a line break to stderr (the real one: see `StandardErrorSilencer`).
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        StandardErrorSilencer.write(text + "\n")
     }
 
     /// Writes `text` to stderr as is (for progress lines rewritten with "\r").
     static func errorRaw(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardErrorSilencer.write(text)
     }
 
     /// Writes `text` to stdout as is and at once, unbuffered (for live output and status lines

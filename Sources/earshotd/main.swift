@@ -24,10 +24,13 @@ let usage = """
     daemon cannot start (no usable catalog, a port in use…). Logs go to standard output.
     """
 
-// Before anything else (no thread exists yet): SIGTERM, SIGINT and SIGHUP stay pending until
-// the daemon is up and takes them, so a stop sent during start-up is neither lost nor fatal.
+// Before anything else (no thread exists yet): SIGTERM, SIGINT and SIGHUP are blocked in every
+// thread and taken by one that waits for them, so a signal is never fatal or lost, and a stop
+// sent at any point of start-up is honoured at once (see DaemonSignals).
 ProcessSignals.block([SIGTERM, SIGINT, SIGHUP])
 signal(SIGPIPE, SIG_IGN)
+let signals = DaemonSignals()
+signals.takeSignals()
 
 func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data("earshotd: \(message)\n".utf8))
@@ -94,22 +97,20 @@ LoggingSystem.bootstrap { label in
 let logger = Logger(label: "earshotd")
 logger.info("earshotd \(EarshotVersion.string) starting with \(origin)")
 
+signals.starting(logger: logger)
+
 let daemon: Daemon
-do {
-    daemon = try Daemon(configuration: configuration, logger: logger)
+do throws(EarshotError) {
+    if signals.stopRequested { throw DaemonSignals.stoppedDuringStartUp }
+    daemon = try Daemon(configuration: configuration, logger: logger, stopRequested: { signals.stopRequested })
+} catch let error where error == DaemonSignals.stoppedDuringStartUp {
+    logger.notice("stopped during start-up")
+    exit(0)
 } catch {
     logger.critical("cannot start: \(error.message)")
     fail(error.message, status: 1)
 }
-
-ProcessSignals.handle([SIGTERM, SIGINT, SIGHUP]) { @Sendable number in
-    if number == SIGHUP {
-        daemon.reloadAllowList()
-    } else {
-        logger.notice("signal \(number == SIGTERM ? "SIGTERM" : "SIGINT"): shutting down")
-        Task.detached { await daemon.stop() }
-    }
-}
+signals.started(daemon)
 
 let done = DispatchSemaphore(value: 0)
 Task.detached { @Sendable in

@@ -126,10 +126,78 @@ private let badInputCases: [BadInputCase] = [
                  problem: "line 2, column reference: \"zero\" is not a reference index"),
     BadInputCase(name: "--start past the end of the query", prepare: { _ in },
                  arguments: ["match", "-c", "good.earcat", "ref.earsig", "--start", "99"], file: "ref.earsig", problem: "past the end", status: 2),
-]
+    // Every command checks a catalog the way the daemon does, in full.
+    BadInputCase(name: "catalog with a flipped bit in its index to match", prepare: { ws in
+        try ws.write("target.earcat", try catalogBytes(ws) { bytes in
+            var b = bytes
+            let values = sectionRange(4, in: b)
+            b[values.lowerBound + values.count / 2] ^= 0x08
+            return b
+        })
+    }, arguments: ["match", "-c", "target.earcat", "ref.earsig"], file: "target.earcat", problem: "checksum mismatch in section values"),
+    BadInputCase(name: "catalog with zeros appended to display", prepare: { ws in
+        try ws.write("target.earcat", try catalogBytes(ws) { $0 + [UInt8](repeating: 0, count: 16) })
+    }, arguments: ["catalog", "display", "-c", "target.earcat"], file: "target.earcat", problem: "16 unexpected bytes after the last section"),
+    // Audio inputs: one line whatever the decoder libraries think of the file.
+    BadInputCase(name: "text file named .mp3", prepare: { ws in try ws.write("x.mp3", text: "hello, this is not music\n") },
+                 arguments: ["match", "-c", "good.earcat", "x.mp3"], file: "x.mp3", problem: "may be truncated or corrupt"),
+    BadInputCase(name: "random bytes named .mp3", prepare: { ws in try ws.write("noise.mp3", AudioFixtures.noise(count: 5000, seed: 5)) },
+                 arguments: ["match", "-c", "good.earcat", "noise.mp3"], file: "noise.mp3", problem: "corrupt"),
+    BadInputCase(name: "MP3 with a stretch of zeros", prepare: { ws in
+        try AudioFixtures.writeMP3("whole.mp3", from: "ref.wav", in: ws)
+        var b = try ws.bytes("whole.mp3")
+        b.replaceSubrange((b.count / 3)..<(2 * b.count / 3), with: [UInt8](repeating: 0, count: 2 * b.count / 3 - b.count / 3))
+        try ws.write("zeros.mp3", b)
+    }, arguments: ["match", "-c", "good.earcat", "zeros.mp3"], file: "zeros.mp3", problem: "truncated or corrupt"),
+    BadInputCase(name: "empty .wav", prepare: { ws in try ws.write("empty.wav", []) },
+                 arguments: ["match", "-c", "good.earcat", "empty.wav"], file: "empty.wav", problem: "empty"),
+    BadInputCase(name: "directory named .wav", prepare: { ws in try FileManager.default.createDirectory(atPath: ws.path("d.wav"), withIntermediateDirectories: false) },
+                 arguments: ["match", "-c", "good.earcat", "d.wav"], file: "d.wav", problem: "is a directory"),
+    BadInputCase(name: "FIFO named .wav", prepare: { ws in try makeFIFO(ws.path("f.wav")) },
+                 arguments: ["match", "-c", "good.earcat", "f.wav"], file: "f.wav", problem: "is a named pipe, not a regular file"),
+    BadInputCase(name: "FIFO named .earcat", prepare: { ws in try makeFIFO(ws.path("f.earcat")) },
+                 arguments: ["match", "-c", "f.earcat", "ref.earsig"], file: "f.earcat", problem: "is a named pipe, not a regular file"),
+    BadInputCase(name: "FIFO as the media-items CSV", prepare: { ws in try makeFIFO(ws.path("f.csv")) },
+                 arguments: ["catalog", "create", "-o", "out.earcat", "ref.earsig", "--media-items", "f.csv"], file: "f.csv",
+                 problem: "is a named pipe, not a regular file"),
+] + ["wav", "flac", "ogg", "opus"].enumerated().map { index, ext in
+    BadInputCase(name: "random bytes named .\(ext)", prepare: { ws in
+        try ws.write("noise.\(ext)", AudioFixtures.noise(count: 5000, seed: UInt64(index)))
+    }, arguments: ["match", "-c", "good.earcat", "noise.\(ext)"], file: "noise.\(ext)", problem: "not a recognised audio file")
+}
+
+/// Where section `kind` (4: values) of a catalog image lies, from its section table.
+private func sectionRange(_ kind: UInt32, in bytes: [UInt8]) -> Range<Int> {
+    func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+        bytes[at..<(at + MemoryLayout<T>.size)].reversed().reduce(0) { $0 << 8 | T($1) }
+    }
+    let entry = (0..<6).map { 96 + 32 * $0 }.first { load($0, UInt32.self) == kind }!
+    let offset = Int(load(entry + 8, UInt64.self)), length = Int(load(entry + 16, UInt64.self))
+    return offset..<(offset + length)
+}
+
+private func makeFIFO(_ path: String) throws {
+    guard mkfifo(path, 0o644) == 0 else { throw CocoaError(.fileWriteUnknown) }
+}
 
 @Suite("earshot CLI bad input")
 struct CLIBadInputTests {
+    /// A damaged MP3 that still decodes makes libmpg123 complain on stderr; none of that reaches
+    /// the user, who gets the signature and nothing else.
+    @Test func decoderChatterNeverReachesTheTerminal() throws {
+        let fixture = try badInputFixture.get()
+        let ws = try Workspace()
+        try ws.copy("ref.wav", from: fixture)
+        try AudioFixtures.writeMP3("whole.mp3", from: "ref.wav", in: ws)
+        var b = try ws.bytes("whole.mp3")
+        for i in stride(from: b.count / 3, to: 2 * b.count / 3, by: 997) { b[i] ^= 0xFF }
+        try ws.write("damaged.mp3", b)
+        let run = try ws.earshot("signature", "damaged.mp3", "-o", "damaged.earsig")
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(ws.exists("damaged.earsig"))
+        #expect(run.stderr.isEmpty, "stderr: \(run.stderr)")
+    }
+
     /// Every bad input exits non-zero with one `earshot: <file>: <problem>` line, and the files a
     /// command would write (`out.earcat`, the edited `target.earcat`) are byte-identical afterwards.
     @Test(arguments: badInputCases)
@@ -145,7 +213,9 @@ struct CLIBadInputTests {
         let run = try ws.earshot(arguments: badCase.arguments)
 
         #expect(run.status == badCase.status, "stderr: \(run.stderr)")
+        // One line and nothing else: no notes, no progress, no decoder library chatter.
         #expect(run.errorLines.count == 1, "stderr: \(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "stderr: \(run.stderr)")
         let line = run.errorLines.first ?? ""
         #expect(line.hasPrefix("earshot: \(badCase.file): "), "got: \(line)")
         #expect(line.contains(badCase.problem), "got: \(line)")

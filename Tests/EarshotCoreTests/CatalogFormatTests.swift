@@ -1,5 +1,6 @@
 import EarshotTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import EarshotCore
@@ -113,7 +114,7 @@ struct CatalogFormatTests {
         for position in 0..<(96 + 6 * 32) {
             var corrupt = data
             corrupt[position] ^= 0x01
-            #expect(throws: EarshotError.self, "flip at \(position) accepted") { try MappedCatalog(bytes: corrupt) }
+            #expect(throws: EarshotError.self, "flip at \(position) accepted") { try MappedCatalog(bytes: corrupt, verification: .structure) }
         }
         // Anywhere in the file: full verification catches it.
         for position in stride(from: 96 + 6 * 32, to: data.count, by: 97) {
@@ -123,6 +124,90 @@ struct CatalogFormatTests {
                 try MappedCatalog(bytes: corrupt, verification: .full)
             }
         }
+    }
+
+    /// Offset and length of section `kind` in a catalog image, from its section table.
+    private static func section(_ kind: UInt32, in data: [UInt8]) -> Range<Int> {
+        func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+            data[at..<(at + MemoryLayout<T>.size)].reversed().reduce(0) { $0 << 8 | T($1) }
+        }
+        let entry = (0..<6).map { 96 + 32 * $0 }.first { load($0, UInt32.self) == kind }!
+        let offset = Int(load(entry + 8, UInt64.self)), length = Int(load(entry + 16, UInt64.self))
+        return offset..<(offset + length)
+    }
+
+    /// The daemon and the CLI open catalogs with the default, full verification: a flipped bit
+    /// in the index is caught there, though a structure-only open cannot see it.
+    @Test func indexCorruptionIsCaughtByTheDefaultVerification() throws {
+        var data = try Self.makeCatalog().dataRepresentation()
+        let values = Self.section(4, in: data)
+        data[values.lowerBound + values.count / 2] ^= 0x04
+        _ = try MappedCatalog(bytes: data, verification: .structure)
+        #expect(throws: EarshotError.catalogInvalid("checksum mismatch in section values (file corrupt)")) {
+            try MappedCatalog(bytes: data)
+        }
+    }
+
+    /// A catalog ends exactly where its last section does: zeros appended are refused like any
+    /// other bytes.
+    @Test func bytesAfterTheLastSectionAreRefused() throws {
+        let data = try Self.makeCatalog().dataRepresentation()
+        for tail: [UInt8] in [[0], [0x41], [UInt8](repeating: 0, count: 16), Array("appended".utf8)] {
+            _ = try MappedCatalog(bytes: data + tail, verification: .structure)
+            do {
+                _ = try MappedCatalog(bytes: data + tail)
+                Issue.record("\(tail.count) trailing bytes accepted")
+            } catch {
+                #expect(error.code == 300)
+                #expect(error.message.contains("\(tail.count) unexpected byte\(tail.count == 1 ? "" : "s") after the last section"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test func fullVerificationStopsWhenAsked() throws {
+        let data = try Self.makeCatalog().dataRepresentation()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stop-\(UUID()).earcat").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try AtomicFile.write(data, to: path)
+        do {
+            _ = try MappedCatalog(contentsOf: path, shouldStop: { true })
+            Issue.record("verification ignored the stop")
+        } catch {
+            #expect(error.code == 500)
+            #expect(error.message.contains("stopped before the end"))
+        }
+        _ = try MappedCatalog(contentsOf: path, shouldStop: { false })
+    }
+
+    /// A FIFO, a socket or a directory named like a catalog is refused at once: opening a FIFO
+    /// for reading would wait for a writer forever. (Should the open block after all, a writer
+    /// shows up after five seconds, so the test fails instead of hanging.)
+    @Test func nonRegularFilesAreRefusedWithoutBlocking() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fifo = dir + "/x.earcat"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let link = dir + "/link.earcat"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: fifo)
+        let done = Atomic<Bool>(false)
+        let rescuer = Thread {
+            let until = Date().addingTimeInterval(5)
+            while !done.load(ordering: .acquiring), Date() < until { usleep(10_000) }
+            while !done.load(ordering: .acquiring) {
+                let fd = open(fifo, O_WRONLY | O_NONBLOCK)
+                if fd >= 0 { close(fd) }
+                usleep(10_000)
+            }
+        }
+        rescuer.start()
+        defer { done.store(true, ordering: .releasing) }
+        let started = Date()
+        for (path, kind) in [(fifo, "a named pipe"), (link, "a named pipe"), (dir, "a directory")] {
+            #expect(throws: EarshotError.catalogInvalid("\(path): is \(kind), not a regular file")) { try MappedCatalog(contentsOf: path) }
+            #expect(throws: EarshotError.internalError("\(path): is \(kind), not a regular file")) { try AtomicFile.read(path) }
+        }
+        #expect(Date().timeIntervalSince(started) < 2, "a FIFO open blocked")
     }
 
     @Test func shortForeignFilesAreForeignNotTruncated() {

@@ -52,8 +52,12 @@ final class DaemonHarness: @unchecked Sendable {
         return found
     }
 
-    /// Starts the daemon; `settings` are extra `--section.key=value` overrides.
-    init(settings: [String] = []) throws {
+    /// Starts the daemon; `settings` are extra `--section.key=value` overrides. With
+    /// `fileLimit`, the daemon runs with that many file descriptors at most (soft and hard, as
+    /// `prlimit --nofile` sets them), so that running out of them takes seconds, not thousands of
+    /// connections.
+    init(settings: [String] = [], fileLimit: Int? = nil) throws {
+        self.fileLimit = fileLimit
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-test-\(UUID().uuidString)")
         let catalogs = directory.appendingPathComponent("state/catalogs")
         try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
@@ -74,6 +78,7 @@ final class DaemonHarness: @unchecked Sendable {
     /// `waitUntilListening: false` it returns as soon as the process runs.
     init(reusing folder: URL, clientKeys: [ClientRole: CurveKeyPair] = [:], settings: [String] = [],
          waitUntilListening: Bool = true) throws {
+        fileLimit = nil
         directory = folder
         self.clientKeys = clientKeys
         ownsDirectory = false
@@ -82,13 +87,17 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     private var ownsDirectory = true
+    private let fileLimit: Int?
 
     private func launch(settings: [String]) throws {
         logURL = directory.appendingPathComponent("earshotd.log")
         FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
-        process.executableURL = URL(fileURLWithPath: try Self.executable())
-        process.arguments = [
+        let daemon = try Self.executable()
+        // prlimit (util-linux, on every Debian) sets the limits and execs: the pid is the daemon's.
+        let prefix = fileLimit.map { ["--nofile=\($0):\($0)", daemon] } ?? []
+        process.executableURL = URL(fileURLWithPath: fileLimit == nil ? daemon : "/usr/bin/prlimit")
+        process.arguments = prefix + [
             "--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
             "--audio.source=file", "--audio.file=\(directory.appendingPathComponent("tv.wav").path)", "--audio.loop=true",
             "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug",
@@ -123,6 +132,20 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// The daemon's resident memory now, in MiB (VmRSS).
+    var residentMegabytes: Double {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes / 1024
+    }
+
+    /// The file descriptors the daemon has open now.
+    var openDescriptors: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? 0
+    }
 
     /// SIGTERM, then waits up to `seconds` for a clean exit; returns the exit status (nil: killed,
     /// or never started).

@@ -150,9 +150,9 @@ struct DaemonProcessTests {
         #expect(daemon.stop() == 0)
     }
 
-    /// `systemctl stop` (or reload) while the daemon is still starting: the signal waits until
-    /// the daemon can take it, and the stop is a clean one. (A signal's default action would kill
-    /// it; one ignored until a handler is installed would be lost, and the stop would hang.)
+    /// `systemctl stop` (or reload) while the daemon is still starting: the stop ends start-up
+    /// cleanly, a reload is carried out once the daemon is up. (A signal's default action would
+    /// kill it; one ignored until a handler is installed would be lost, and the stop would hang.)
     @Test func signalsDuringStartUpAreTakenOnceItIsUp() async throws {
         let first = try DaemonHarness()
         #expect(first.stop() == 0)

@@ -102,6 +102,62 @@ final class EventLog: Sendable {
         }())
     }
 
+    @Test func subscriptionsThatCannotMatchAreNotApplied() async throws {
+        let loop = try TransportLoop()
+        loop.start()
+        defer { loop.stop() }
+        let publisher = try EventPublisher(
+            loop: loop, endpoints: ["tcp://127.0.0.1:0"], epoch: 3, heartbeatInterval: .milliseconds(20),
+            topics: [Topics.match, Topics.session])
+        let endpoint = publisher.boundEndpoints[0]
+        // Made-up prefixes (libzmq would keep each) and prefixes of real topics: "" (everything),
+        // the namespace and a whole topic.
+        let junk = (0..<10).map { "x\($0)-" + String(repeating: "z", count: 20) }
+        let stranger = try EventSubscriber(endpoint: endpoint, topics: junk)
+        let reader = try EventSubscriber(endpoint: endpoint, topics: ["earshot.v1/", Topics.match])
+        let everything = try EventSubscriber(endpoint: endpoint, topics: [""])
+        defer { [stranger, reader, everything].forEach { $0.close() } }
+        #expect(await eventually { publisher.statistics.ignoredSubscriptions == 10 })
+        #expect(await eventually { publisher.statistics.subscriptions == 3 })
+        #expect(SubscriptionFilter(topics: [Topics.match]).maximumPerConnection == Topics.match.utf8.count + 1)
+
+        let readerLog = EventLog(reader), everythingLog = EventLog(everything), strangerLog = EventLog(stranger)
+        #expect(await readerLog.waitForHeartbeat())
+        #expect(await everythingLog.waitForHeartbeat())
+        publisher.publish(topic: Topics.match) { $0.catalog.message = "m" }
+        #expect(await eventually { readerLog.on(Topics.match).count == 1 && everythingLog.on(Topics.match).count == 1 })
+        #expect(strangerLog.events.all.isEmpty)
+        #expect(publisher.statistics.subscribersCutOff == 0)
+    }
+
+    @Test func aConnectionAskingTooMuchIsCutOff() async throws {
+        let loop = try TransportLoop()
+        loop.start()
+        defer { loop.stop() }
+        let publisher = try EventPublisher(
+            loop: loop, endpoints: ["tcp://127.0.0.1:0"], epoch: 4, heartbeatInterval: .milliseconds(20), topics: [Topics.match])
+        let endpoint = publisher.boundEndpoints[0]
+        let reader = try EventSubscriber(endpoint: endpoint, topics: [Topics.match, Topics.heartbeat])
+        defer { reader.close() }
+        let readerLog = EventLog(reader)
+        #expect(await readerLog.waitForHeartbeat())
+
+        // A raw SUB that keeps subscribing after it connected (libzmq stores every one).
+        let flooder = try ZMQSocket(.sub)
+        try flooder.set(.linger, 0)
+        try flooder.connect(endpoint)
+        for i in 0..<PublisherCore.maximumSubscriptionsPerConnection + 20 {
+            try flooder.set(.subscribe, Array("x\(i)-".utf8) + [UInt8](repeating: 0x7A, count: 40))
+            if i % 16 == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(await eventually { publisher.statistics.subscribersCutOff == 1 })
+        flooder.close()
+        // The others never noticed.
+        let before = readerLog.on(Topics.match).count
+        publisher.publish(topic: Topics.match) { $0.catalog.message = "still here" }
+        #expect(await eventually { readerLog.on(Topics.match).count == before + 1 })
+    }
+
     @Test func stalledSubscriberDoesNotSlowOrBlockOthers() async throws {
         let loop = try TransportLoop()
         loop.start()

@@ -161,6 +161,7 @@ import Testing
         let echo = try EchoServer {
             $0.maximumInFlightPerPeer = 2
             $0.maximumInFlight = 3
+            $0.guaranteedPerClient = 0
         }
         defer { echo.stop() }
         let first = try makeClient(echo.endpoint)
@@ -175,12 +176,12 @@ import Testing
         #expect(await eventually { echo.server.statistics.inFlight == 2 })
         let perPeer = await rpcError { () async throws(RpcError) in try await first.call(Echo.say, Echo.request("3rd")) }
         #expect(perPeer?.code == .resourceExhausted)
-        #expect(perPeer?.message == "2 calls from this client are already in flight (at most 2)")
+        #expect(perPeer?.message == "2 calls from this connection are already in flight (at most 2)")
 
         let third = Task { () async throws(RpcError) in try await second.call(Echo.hold, Echo.request("b")) }
         #expect(await eventually { echo.server.statistics.inFlight == 3 })
         let total = await rpcError { () async throws(RpcError) in try await second.call(Echo.say, Echo.request("4th")) }
-        #expect(total == RpcError(.resourceExhausted, "3 calls are already in flight (at most 3)"))
+        #expect(total == RpcError(.resourceExhausted, "the server is busy: 3 calls are in flight (at most 3; beyond that only a client's first 0 are let in)"))
         #expect(echo.server.statistics.rejected == 2)
 
         echo.gate.open()
@@ -274,11 +275,17 @@ import Testing
         let tooMany = await rpcError { () async throws(RpcError) in
             try await client.call(Echo.say, Echo.request("m"), metadata: many)
         }
-        #expect(tooMany == RpcError(.invalidArgument, "5 metadata entries; at most 4 are allowed"))
+        // Judged on the wire bytes, before the envelope is decoded (EnvelopePrecheck).
+        #expect(tooMany == RpcError(.invalidArgument, "more than 4 metadata entries; at most 4 are allowed"))
         let big = await rpcError { () async throws(RpcError) in
             try await client.call(Echo.say, Echo.request("m"), metadata: ["k": String(repeating: "v", count: 9000)])
         }
-        #expect(big == RpcError(.invalidArgument, "9001 bytes of metadata; at most 8192 are allowed"))
+        #expect(big == RpcError(.invalidArgument, "more than 8192 bytes of metadata; at most 8192 are allowed"))
+        // Just over the limit is below what the wire check can tell: the exact rule catches it.
+        let justOver = await rpcError { () async throws(RpcError) in
+            try await client.call(Echo.say, Echo.request("m"), metadata: ["k": String(repeating: "v", count: 8192)])
+        }
+        #expect(justOver == RpcError(.invalidArgument, "8193 bytes of metadata; at most 8192 are allowed"))
         let badKey = await rpcError { () async throws(RpcError) in
             try await client.call(Echo.say, Echo.request("m"), metadata: ["X-Trace": "1"])
         }

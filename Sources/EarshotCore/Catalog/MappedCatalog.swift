@@ -3,12 +3,22 @@ import Foundation
 /// A catalog read in place from an `.earcat` image (`SHCustomCatalog` as a session uses it).
 ///
 /// Opening checks the header, the section table, every section's bounds and the checksums of the
-/// small sections; it does not read the index, so it takes the same time for any catalog size.
-/// `.full` verification also checksums the index and peak sections (done for edits and uploads).
+/// small sections. `.full` verification, the default and what the daemon and the CLI use for
+/// every catalog they open, also checksums the index and peak sections, requires the padding
+/// between sections to be zero and the file to end right after its last section. It reads
+/// the whole file once, through the mapping, and leaves none of it resident: afterwards the
+/// catalog is as lazily mapped as after a `.structure` open (see `CatalogBytes.checksum`).
 /// Lookups read the mapped arrays directly, bounds-checking each bucket: a corrupt index can give
 /// wrong postings but never an out-of-bounds read.
 public final class MappedCatalog: @unchecked Sendable {
-    public enum Verification: Sendable { case structure, full }
+    public enum Verification: Sendable {
+        /// Header, section table, bounds and the small sections' checksums: the same cost for any
+        /// catalog size. Only for bytes verified in full before (benchmarks of the lazy open,
+        /// fuzzing the parser); a catalog that is loaded or installed gets `.full`.
+        case structure
+        /// Everything above, plus every section's checksum, zero padding and the exact length.
+        case full
+    }
 
     /// One reference's place on the global frame axis.
     public struct Reference: Sendable {
@@ -41,10 +51,13 @@ public final class MappedCatalog: @unchecked Sendable {
     /// Total reference audio, in seconds.
     public var totalDuration: Double { references.reduce(0) { $0 + $1.duration } }
 
-    /// Maps and validates the file at `path`.
-    public convenience init(contentsOf path: String, verification: Verification = .structure) throws(EarshotError) {
+    /// Maps and validates the file at `path`. A `.full` verification looks at `shouldStop`
+    /// between megabytes and gives up (with `internalError`) when it returns true, so a daemon
+    /// asked to stop while it checks a large catalog stops at once.
+    public convenience init(contentsOf path: String, verification: Verification = .full,
+                            shouldStop: () -> Bool = { false }) throws(EarshotError) {
         do {
-            try self.init(storage: CatalogBytes.map(path: path), verification: verification)
+            try self.init(storage: CatalogBytes.map(path: path), verification: verification, shouldStop: shouldStop)
         } catch let e where e.message.hasPrefix(path) {
             throw e
         } catch {
@@ -53,11 +66,11 @@ public final class MappedCatalog: @unchecked Sendable {
     }
 
     /// Validates an in-memory image (copied once into aligned memory).
-    public convenience init(bytes: [UInt8], verification: Verification = .structure) throws(EarshotError) {
+    public convenience init(bytes: [UInt8], verification: Verification = .full) throws(EarshotError) {
         try self.init(storage: CatalogBytes.copy(of: bytes), verification: verification)
     }
 
-    public init(storage: CatalogBytes, verification: Verification) throws(EarshotError) {
+    public init(storage: CatalogBytes, verification: Verification, shouldStop: () -> Bool = { false }) throws(EarshotError) {
         self.storage = storage
         let raw = storage.bytes
         var r = ByteReader(raw) { .catalogInvalid($0) }
@@ -106,6 +119,8 @@ public final class MappedCatalog: @unchecked Sendable {
         // Section table: bounds, alignment, expected sizes, checksums.
         var sections = [CatalogLayout.Section: UnsafeRawBufferPointer]()
         var covered: [Range<Int>] = [0..<tableEnd]
+        // The large sections' checksums, checked last: after every cheap check has passed.
+        var deferredChecksums: [(kind: CatalogLayout.Section, range: Range<Int>, crc: UInt32)] = []
         var t = ByteReader(raw, offset: CatalogLayout.headerSize) { .catalogInvalid($0) }
         for _ in 0..<sectionCount {
             let kindRaw = try t.read(UInt32.self, "section kind")
@@ -124,24 +139,31 @@ public final class MappedCatalog: @unchecked Sendable {
             }
             let bytes = UnsafeRawBufferPointer(rebasing: raw[Int(offset)..<Int(offset + length)])
             let small: Set<CatalogLayout.Section> = [.references, .metadata]
-            if verification == .full || small.contains(kind) {
+            if small.contains(kind) {
                 guard CRC32.checksum(bytes) == sectionCRC else {
                     throw .catalogInvalid("checksum mismatch in section \(kind) (file corrupt)")
                 }
+            } else if verification == .full {
+                deferredChecksums.append((kind, Int(offset)..<Int(offset + length), sectionCRC))
             }
             sections[kind] = bytes
             covered.append(Int(offset)..<Int(offset + length))
         }
         if verification == .full {
-            // Alignment padding is outside every checksum: it must be zero, and nothing may trail.
+            // Alignment padding is outside every checksum: it must be zero, and the file must end
+            // where its last section does (bytes appended to a catalog are corruption too).
             covered.sort { $0.lowerBound < $1.lowerBound }
             var position = 0
-            for range in covered + [raw.count..<raw.count] {
+            for range in covered {
                 guard range.lowerBound >= position else { throw .catalogInvalid("sections overlap") }
                 guard raw[position..<range.lowerBound].allSatisfy({ $0 == 0 }) else {
                     throw .catalogInvalid("unexpected bytes between sections at offset \(position) (file corrupt)")
                 }
                 position = range.upperBound
+            }
+            guard position == raw.count else {
+                let extra = raw.count - position
+                throw .catalogInvalid("\(extra) unexpected byte\(extra == 1 ? "" : "s") after the last section, which ends at offset \(position) (file corrupt or appended to)")
             }
         }
         let expected: [CatalogLayout.Section: Int] = [
@@ -190,6 +212,13 @@ public final class MappedCatalog: @unchecked Sendable {
         values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
         peaksSection = peaks
         metadataSection = metadata
+
+        for section in deferredChecksums {
+            guard let crc = storage.checksum(section.range, shouldStop: shouldStop) else {
+                throw .internalError("verification stopped before the end (asked to stop)")
+            }
+            guard crc == section.crc else { throw .catalogInvalid("checksum mismatch in section \(section.kind) (file corrupt)") }
+        }
     }
 
     /// Buckets hold about 8 postings; one far longer holds a key that occurs everywhere (a held

@@ -82,15 +82,14 @@ public enum AtomicFile {
         return removed
     }
 
-    /// Reads a whole file. Throws `internalError` with the path and the system's reason.
+    /// Reads a whole regular file (anything else is refused without blocking, see `RegularFile`).
+    /// Throws `internalError` with the path and the system's reason.
     public static func read(_ path: String) throws(EarshotError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .internalError("\(path): \(describeErrno(errno))") }
+        let file: RegularFile.Opened
+        do { file = try RegularFile.openForReading(path) } catch { throw .internalError("\(path): \(error.message)") }
+        let fd = file.descriptor
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .internalError("\(path): \(describeErrno(errno))") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .internalError("\(path): not a regular file") }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        var out = [UInt8](repeating: 0, count: file.size)
         var done = 0
         while done < out.count {
             let n = out.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress! + done, $0.count - done) }

@@ -3,10 +3,18 @@ import CZMQ
 /// A whole multipart message as it arrived.
 struct ZMQReceivedMessage {
     var frames: [[UInt8]]
-    /// The peer sent more frames than asked for; those were read and thrown away.
+    /// The peer sent more frames than asked for, or `admit` refused one; those were read and
+    /// thrown away.
     var truncated: Bool
+    /// Frames the message had, kept or not.
+    var frameCount = 0
     /// ZAP's user id for the connection (`zmq_msg_gets` "User-Id"); nil without security.
     var userID: String?
+    /// The descriptor of the TCP connection it came on (`ZMQ_SRCFD`), -1 when unknown. Only
+    /// meaningful together with the socket monitor's accept and disconnect events.
+    var sourceFD: Int32 = -1
+    /// The peer's IP address ("Peer-Address"), when asked for.
+    var peerAddress: String?
 }
 
 /// What became of a send with `ZMQ_DONTWAIT`.
@@ -38,9 +46,15 @@ extension ZMQSocket {
 
     /// Receives one whole message if one is waiting, else returns nil at once. Keeps at most
     /// `maximumFrames` frames; the rest of the message is still read (libzmq delivers a multipart
-    /// message whole) but not copied.
-    func receive(maximumFrames: Int = 8) throws(TransportError) -> ZMQReceivedMessage? {
+    /// message whole) but not copied. `admit` sees each frame's bytes in place before they are
+    /// copied; frames it refuses are not copied (the message comes back with `truncated` set),
+    /// so a server can turn away a huge frame for the price of a look at it.
+    func receive(
+        maximumFrames: Int = 8, peerAddress: Bool = false,
+        admit: ((_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Bool)? = nil
+    ) throws(TransportError) -> ZMQReceivedMessage? {
         var message = ZMQReceivedMessage(frames: [], truncated: false, userID: nil)
+        var index = 0
         while true {
             zmq_msg_init(frame)
             defer { zmq_msg_close(frame) }
@@ -51,15 +65,22 @@ extension ZMQSocket {
                 if code == EINTR && message.frames.isEmpty { return nil }
                 throw TransportError(operation: "receive on a \(kind) socket", code: code)
             }
-            if message.frames.count < maximumFrames {
-                let size = zmq_msg_size(frame)
-                let bytes = zmq_msg_data(frame)!.assumingMemoryBound(to: UInt8.self)
-                message.frames.append(Array(UnsafeBufferPointer(start: bytes, count: size)))
+            if message.frames.count < maximumFrames, !message.truncated {
+                let bytes = UnsafeRawBufferPointer(start: zmq_msg_data(frame), count: zmq_msg_size(frame))
+                if admit?(index, bytes) ?? true {
+                    message.frames.append([UInt8](bytes))
+                } else {
+                    message.truncated = true
+                }
             } else {
                 message.truncated = true
             }
+            index += 1
+            message.frameCount = index
             if zmq_msg_more(frame) == 0 {
                 if let userID = zmq_msg_gets(frame, "User-Id") { message.userID = String(cString: userID) }
+                message.sourceFD = zmq_msg_get(frame, ZMQ_SRCFD)
+                if peerAddress, let address = zmq_msg_gets(frame, "Peer-Address") { message.peerAddress = String(cString: address) }
                 return message
             }
         }

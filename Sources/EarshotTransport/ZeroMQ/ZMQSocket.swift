@@ -14,6 +14,7 @@ final class ZMQSocket: @unchecked Sendable {
         case rep = 4 // ZMQ_REP
         case dealer = 5 // ZMQ_DEALER
         case router = 6 // ZMQ_ROUTER
+        case xpub = 9 // ZMQ_XPUB
 
         var description: String {
             switch self {
@@ -23,6 +24,7 @@ final class ZMQSocket: @unchecked Sendable {
             case .rep: "REP"
             case .dealer: "DEALER"
             case .router: "ROUTER"
+            case .xpub: "XPUB"
             }
         }
     }

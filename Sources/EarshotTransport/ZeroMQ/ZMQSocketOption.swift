@@ -27,6 +27,8 @@ extension ZMQSocketOption where Value == Int32 {
     static var heartbeatTTL: Self { .init(ZMQ_HEARTBEAT_TTL, "ZMQ_HEARTBEAT_TTL") }
     /// Milliseconds a new connection has to finish its handshake, security included.
     static var handshakeInterval: Self { .init(ZMQ_HANDSHAKE_IVL, "ZMQ_HANDSHAKE_IVL") }
+    /// Connections the kernel completes before libzmq accepts them (the listen backlog).
+    static var backlog: Self { .init(ZMQ_BACKLOG, "ZMQ_BACKLOG") }
 }
 
 extension ZMQSocketOption where Value == Int64 {
@@ -47,10 +49,14 @@ extension ZMQSocketOption where Value == Bool {
     /// otherwise admits every CURVE key while no handler is bound. Debian's header hides it
     /// behind the DRAFT API, but the library accepts it, hence the number (re-check on upgrades).
     static var zapEnforceDomain: Self { .init(93, "ZMQ_ZAP_ENFORCE_DOMAIN") }
+    /// XPUB: subscriptions are handed to the application and take effect only when it sets
+    /// `subscribe`/`unsubscribe` on the XPUB itself (for the connection they came from).
+    static var xpubManual: Self { .init(ZMQ_XPUB_MANUAL, "ZMQ_XPUB_MANUAL") }
 }
 
 extension ZMQSocketOption where Value == [UInt8] {
     /// SUB: a topic prefix to receive. Set before `connect`, or early messages are lost.
+    /// XPUB with `xpubManual`: applies the subscription just received to its connection.
     static var subscribe: Self { .init(ZMQ_SUBSCRIBE, "ZMQ_SUBSCRIBE") }
     static var unsubscribe: Self { .init(ZMQ_UNSUBSCRIBE, "ZMQ_UNSUBSCRIBE") }
     /// The identity a DEALER presents to a ROUTER (default: the ROUTER makes one up).

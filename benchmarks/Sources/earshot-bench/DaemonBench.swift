@@ -37,13 +37,8 @@ struct DaemonReport {
 enum DaemonBenchmark {
     static func run(options: Options, prepared p: Prepared, workDirectory: String) throws -> DaemonReport {
         var r = DaemonReport()
-        let daemonPath = (Machine.executablePath() as NSString).deletingLastPathComponent + "/earshotd"
-        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
-            throw BenchError("\(daemonPath) missing: build it with `swift build -c release --product earshotd` (benchmarks/run.sh does)")
-        }
-        let state = "\(workDirectory)/daemon-state"
-        try FileManager.default.createDirectory(atPath: "\(state)/catalogs", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: p.catalogPath, toPath: "\(state)/catalogs/corpus.earcat")
+        let daemonPath = try DaemonProcess.releaseBinary()
+        let state = try DaemonProcess.stateFolder(in: workDirectory, named: "daemon-state", catalog: p.catalogPath)
         r.catalogMB = Double(p.catalogBytes) / 1_048_576
         let file = p.catalogFiles.first { p.corpus.files[$0].duration > 180 }!
         let programme = try LiveBenchmark.programmeWAV(p, file, start: 30, seconds: 150, speed: 1, workDirectory)
@@ -244,18 +239,37 @@ final class SharedCounter: Sendable {
 
 /// earshotd as a child process with a file source, bound to free loopback ports.
 final class DaemonProcess {
+    /// The release earshotd built next to this benchmark.
+    static func releaseBinary() throws -> String {
+        let path = (Machine.executablePath() as NSString).deletingLastPathComponent + "/earshotd"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw BenchError("\(path) missing: build it with `swift build -c release --product earshotd` (benchmarks/run.sh does)")
+        }
+        return path
+    }
+
+    /// A fresh state folder holding `catalog` as its only catalog.
+    static func stateFolder(in workDirectory: String, named name: String, catalog: String) throws -> String {
+        let state = "\(workDirectory)/\(name)"
+        try FileManager.default.createDirectory(atPath: "\(state)/catalogs", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: catalog, toPath: "\(state)/catalogs/corpus.earcat")
+        return state
+    }
+
     let process = Process()
     let log: String
     private(set) var rpc = ""
     private(set) var events = ""
     var pid: Int32 { process.processIdentifier }
 
-    init(path: String, state: String, programme: String, settings: [String]) throws {
+    /// With `fileLimit`, the daemon gets that many descriptors at most (soft and hard, through
+    /// prlimit, which execs it: the pid is the daemon's).
+    init(path: String, state: String, programme: String, settings: [String], fileLimit: Int? = nil) throws {
         log = "\(state)/../earshotd-\(UUID().uuidString.prefix(8)).log"
         FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
+        process.executableURL = URL(fileURLWithPath: fileLimit == nil ? path : "/usr/bin/prlimit")
+        process.arguments = (fileLimit.map { ["--nofile=\($0):\($0)", path] } ?? []) + ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
                              "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"] + settings
         process.standardOutput = handle
         process.standardError = handle
@@ -276,6 +290,11 @@ final class DaemonProcess {
         }
         throw BenchError("earshotd did not start")
     }
+
+    /// Descriptors the daemon has open now.
+    var openDescriptors: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0 }
+
+    var residentMegabytes: Double { ProcStatus.megabytes("VmRSS", pid: pid) ?? 0 }
 
     /// User + system CPU seconds of the daemon, from /proc.
     func cpuSeconds() -> Double {

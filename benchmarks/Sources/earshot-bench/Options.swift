@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, daemon, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, daemon, hostile, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,7 +36,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|daemon|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|hostile|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -47,6 +47,9 @@ struct Options {
           daemon        earshotd as a process: Match round trips, 100 concurrent clients,
                         event latency, 10 000 events/s to 10 subscribers beside a stalled
                         one, CPU and memory while prerecording (about 2 minutes)
+          hostile       earshotd (CURVE, 1024 descriptors) under the LAN attacks of issue
+                        11 while a good client calls Match: connection flood, one key's
+                        stream hoarding, metadata bombs, subscription flood (about 2 minutes)
           all           all of them
 
         options:
@@ -82,7 +85,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "hostile", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

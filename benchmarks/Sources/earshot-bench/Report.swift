@@ -50,11 +50,11 @@ struct RunEnvironment {
 }
 
 enum Report {
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, previous: String?) -> String {
+                       daemon: DaemonReport?, hostile: HostileReport?, previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -72,6 +72,10 @@ enum Report {
         if let daemon {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["daemon"] = daemonSection(env, daemon)
+        }
+        if let hostile {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["hostile"] = hostileSection(env, hostile)
         }
         var out = """
             # Earshot benchmark results
@@ -289,6 +293,11 @@ enum Report {
                     Double(r.smallBytes) / 1_048_576 / r.smallHours, Fmt.passFail(r.megabytesPerHour <= 1))
         s += "| index entries | \(r.entries) | | | |\n"
         s += String(format: "| catalog open, first in a fresh process | %@ ms | %@ ms | | |\n", Fmt.f(L["open_first_ms"], 3), Fmt.f(S["open_first_ms"], 3))
+        if L["full_check_ms"] != nil {
+            s += "| full check at load (every checksum, as earshotd and the CLI do), in the fresh process after open | \(Fmt.f(L["full_check_ms"], 0)) ms; "
+                + "RSS \(mb(L["rss_before_full_check_kb"])) MB before, peak \(mb(L["full_check_hwm_kb"])), after \(mb(L["rss_after_full_check_kb"])) | "
+                + "\(Fmt.f(S["full_check_ms"], 1)) ms | pages dropped as checked | |\n"
+        }
         let openMedian = L["open_median_ms"]
         s += String(format: "| catalog open, median of repeated opens | %@ ms | %@ ms | ≤ 5 ms | %@ |\n",
                     Fmt.f(openMedian, 3), Fmt.f(S["open_median_ms"], 3), Fmt.passFail(openMedian.map { $0 <= 5 }))

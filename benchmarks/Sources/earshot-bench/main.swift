@@ -63,8 +63,12 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .daemon || options.command == .all {
         daemon = try DaemonBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var hostile: HostileReport?
+    if options.command == .hostile || options.command == .all {
+        hostile = try HostileBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
-    let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon,
+    let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon, hostile: hostile,
                                  previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)

@@ -1,5 +1,5 @@
-// libFuzzer harness: `.earcat` parsing (`MappedCatalog(bytes:verification:)`, `.structure` as a
-// session opens a catalog and `.full` as uploads and edits check one), then every lookup on what
+// libFuzzer harness: `.earcat` parsing (`MappedCatalog(bytes:verification:)`, `.structure` as the
+// lazy open and `.full` as every catalog is checked when loaded), then every lookup on what
 // opened: postings for keys from the input, reference lookups, media items and signatures.
 //
 // Each input is tried as it is and with its checksums recomputed (the header's and every

@@ -1,0 +1,139 @@
+import CZMQ
+import Synchronization
+
+/// Watches a server socket through ZeroMQ's socket monitor (one monitor per socket is all libzmq
+/// allows, so this one does every job):
+///
+/// - each accepted connection goes past the `ConnectionLimiter`, which may shut it at once;
+/// - each closed connection (the peer left, a heartbeat or handshake timed out) is reported to
+///   the socket's owner (`onDisconnect`, with the descriptor): an RPC server cancels the calls of
+///   a client that is gone;
+/// - handshakes that fail before a key is known — a client with the wrong server key, a plain
+///   client, garbage from a scanner, a connection that gives up half way — are counted in the
+///   allow-list. (Unknown keys reach the ZAP handler and are counted there.)
+///
+/// libzmq sends monitor events with blocking sends from its own I/O thread. The reader therefore
+/// takes them without limit (`ZMQ_RCVHWM` 0): a loop busy for a moment must not stall libzmq's
+/// I/O for everyone. It must also outlive the monitoring: the watched socket's `close()` stops
+/// monitoring first, and `detached()` stops it too before closing the reader. The monitor leaves
+/// the loop by itself once the watched socket is closed.
+final class SocketMonitor: LoopAttachment, @unchecked Sendable {
+    private static let next = Atomic<Int>(0)
+    private static let events =
+        ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+    /// Events taken per look, before they are acted on together (see `drain`).
+    private static let batchSize = 64
+
+    private let watched: ZMQSocket
+    private let pair: ZMQSocket
+    private let allowList: ClientAllowList?
+    private let limiter: ConnectionLimiter?
+    private let loop: LoopCore
+    /// Loop thread: called with the descriptor of every connection that closed.
+    private let onDisconnect: ((Int32) -> Void)?
+    // Loop thread only.
+    private var isDetached = false
+    /// Detaching was asked for (it takes effect on the next loop turn).
+    private var leaving = false
+    private var batch: [(event: Int32, value: Int32)] = []
+
+    /// Starts monitoring `server` (call before it binds) and attaches to `loop`.
+    @discardableResult
+    static func start(
+        watching server: ZMQSocket, allowList: ClientAllowList?, limiter: ConnectionLimiter?, loop: LoopCore,
+        onDisconnect: ((Int32) -> Void)? = nil
+    ) throws(TransportError) -> SocketMonitor {
+        let endpoint = "inproc://earshot.socket-monitor.\(next.add(1, ordering: .relaxed).newValue)"
+        try server.monitor(endpoint, events: events)
+        let pair = try ZMQSocket(.pair)
+        try pair.set(.linger, 0)
+        try pair.set(.receiveHighWaterMark, 0)
+        try pair.connect(endpoint)
+        let monitor = SocketMonitor(watched: server, pair: pair, allowList: allowList, limiter: limiter, loop: loop,
+                                    onDisconnect: onDisconnect)
+        loop.attach(monitor)
+        return monitor
+    }
+
+    private init(watched: ZMQSocket, pair: ZMQSocket, allowList: ClientAllowList?, limiter: ConnectionLimiter?, loop: LoopCore,
+                 onDisconnect: ((Int32) -> Void)?) {
+        self.watched = watched
+        self.pair = pair
+        self.allowList = allowList
+        self.limiter = limiter
+        self.loop = loop
+        self.onDisconnect = onDisconnect
+        batch.reserveCapacity(Self.batchSize)
+    }
+
+    var pollSocket: ZMQSocket? { isDetached ? nil : pair }
+
+    func socketReadable(now: ContinuousClock.Instant) {
+        // Bounded, so that a flood of connections cannot keep the loop from its other sockets.
+        for _ in 0..<16 where drain() == Self.batchSize {}
+    }
+
+    /// Acts on the events waiting now (at most one batch); returns how many there were. The RPC
+    /// server calls it before it looks at each message, so that the end of a connection is known
+    /// before a message on a descriptor that libzmq has since given to a new connection.
+    @discardableResult
+    func drain() -> Int {
+        guard !isDetached else { return 0 }
+        batch.removeAll(keepingCapacity: true)
+        while batch.count < Self.batchSize {
+            // An event is two frames: 6 bytes (event id u16, value u32, host order), then the endpoint.
+            guard let message = try? pair.receive(maximumFrames: 1), let head = message.frames.first, head.count >= 6 else { break }
+            let (event, value) = head.withUnsafeBytes { ($0.loadUnaligned(as: UInt16.self), $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self)) }
+            batch.append((Int32(event), Int32(bitPattern: value)))
+        }
+        for (index, (event, value)) in batch.enumerated() {
+            switch event {
+            case ZMQ_EVENT_ACCEPTED:
+                // A connection that already ended within this batch is left alone: its
+                // descriptor may be someone else's by now.
+                let endedSince = batch[(index + 1)...].contains { $0.event == ZMQ_EVENT_DISCONNECTED && $0.value == value }
+                if !endedSince { limiter?.accepted(value, by: ObjectIdentifier(watched)) }
+            case ZMQ_EVENT_DISCONNECTED:
+                limiter?.closed(value, by: ObjectIdentifier(watched))
+                onDisconnect?(value)
+            case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+                allowList?.recordFailedHandshake(Self.reason(protocolError: value))
+            case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                allowList?.recordFailedHandshake("a connection closed before finishing its handshake")
+            default:
+                break
+            }
+        }
+        return batch.count
+    }
+
+    /// Asked before every poll; also where the monitor notices that its socket was closed
+    /// (a server dropped, a publisher's socket replaced) and leaves the loop.
+    func nextWakeup() -> ContinuousClock.Instant? {
+        if watched.isClosed, !isDetached, !leaving {
+            leaving = true
+            loop.detach(self)
+        }
+        return nil
+    }
+
+    func timerFired(now: ContinuousClock.Instant) {}
+
+    func detached() {
+        isDetached = true
+        watched.stopMonitoring()
+        pair.close()
+    }
+
+    /// What a protocol error most likely means, in the words an administrator needs.
+    static func reason(protocolError code: Int32) -> String {
+        switch code {
+        case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
+            "a CURVE handshake that does not decrypt (a client with the wrong server public key?)"
+        case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+            "a client without CURVE keys (plain) or with another mechanism"
+        default:
+            "a malformed handshake (ZMTP protocol error 0x\(String(UInt32(bitPattern: code), radix: 16)))"
+        }
+    }
+}
