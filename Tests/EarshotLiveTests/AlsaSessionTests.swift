@@ -84,11 +84,13 @@ struct AlsaSessionTests {
             }
         }
         defer { session.shutdown() }
-        let problems = Locked<[String]>([])
+        // Every change of the problem, nil included: a problem that lapses while the device is
+        // gone would tell the log that capture works again.
+        let problems = Locked<[String?]>([])
         let updates = session.statusUpdates()
         let recorder = Task {
             for await status in updates {
-                if let problem = status.captureProblem { problems.withLock { $0.append(problem) } }
+                problems.withLock { if $0.last != .some(status.captureProblem) { $0.append(status.captureProblem) } }
             }
         }
         defer { recorder.cancel() }
@@ -106,8 +108,9 @@ struct AlsaSessionTests {
         }
         #expect(error.message.contains(device))
         #expect(session.status.captureProblem != nil)
-        // First the loss, then why it cannot be opened again; each reason once, not per retry.
-        let seen = problems.withLock { $0 }
+        // First the loss, then why it cannot be opened again; each reason once, not per retry,
+        // and no moment without a problem in between.
+        let seen = Array(problems.withLock { $0 }.drop { $0 == nil })
         #expect(seen.first == "ALSA device \"\(device)\": capture stopped: no such device; it was unplugged or its driver went away",
                 "\(seen)")
         #expect(seen.count == 2, "\(seen)")

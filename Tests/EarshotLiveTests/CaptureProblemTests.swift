@@ -131,6 +131,32 @@ struct CaptureProblemTests {
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref2")
     }
 
+    /// A device that failed and began reopening before the session looked at it: what its ring
+    /// still holds was captured before the failure, so it is not heard as new audio.
+    @Test func audioLeftInAFailedDevicesRingIsNotNewAudio() async throws {
+        let device = DeviceRingSource()
+        device.publish(.idle, capturing: excerpt(1, 20, 12))
+        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { device }
+        defer { session.shutdown() }
+        session.prepare()
+        try await waitFor(session, "all is heard") { $0.heard >= 11.99 }
+        #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
+        let heard = session.status.heard
+
+        device.publish(.retrying, capturing: excerpt(1, 32, 10))
+        try await waitFor(session, "the ring is read") { _ in device.unread == 0 }
+        try await Task.sleep(for: .milliseconds(50))  // a few turns, each publishing the status
+        #expect(session.status.heard == heard, "audio captured before the failure was heard as new")
+
+        device.publish(.failed(.internalError("no such device")))
+        try await waitFor(session, "the problem shows") { $0.captureProblem != nil }
+        #expect(session.status.window == 0 && session.status.currentMatch == nil)
+
+        device.publish(.running, capturing: excerpt(1, 60, 12))
+        try await waitFor(session, "audio flows again") { $0.captureProblem == nil }
+        #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
+    }
+
     /// The file ended: the answer stays (it is what was heard), its offset stops moving on.
     @Test func currentMatchStopsWhenTheAudioStops() async throws {
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: self.excerpt(2, 30, 20)) }
