@@ -76,9 +76,11 @@ struct AlsaSessionTests {
         _ = try RawPCM.writeS16(programme, to: infile)
         let device = AlsaTestEnvironment.device(reading: infile)
         let configuration = AlsaCaptureConfiguration(device: device, sampleRate: 44_100, channelCount: 2)
-        // Unpaced, as above: a ring longer than the programme; quick retries.
+        // Unpaced, as above: a ring longer than the programme. The first pause before a reopen
+        // is the daemon's (0.5 s): shorter, a session thread slowed by a loaded machine can miss
+        // the failure and see only the reopen failing.
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) {
-            AlsaAudioSource(configuration: configuration, bufferDuration: 30, realtimePriority: nil, retryDelays: 0.05...0.2,
+            AlsaAudioSource(configuration: configuration, bufferDuration: 30, realtimePriority: nil, retryDelays: 0.5...1,
                             stallTimeout: 2) { configuration, rate throws(EarshotError) in
                 try UnpluggableFilePCM(configuration: configuration, requiredSampleRate: rate, infile: infile)
             }
