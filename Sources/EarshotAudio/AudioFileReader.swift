@@ -126,11 +126,7 @@ public final class AudioFileReader {
                 scratch.append(contentsOf: repeatElement(0, count: wanted - scratch.count))
             }
         }
-        let handle = self.handle
-        let decode = { [self] in
-            scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
-        }
-        let got = isMPEG ? StandardErrorSilencer.silenced(decode) : decode()
+        let got = isMPEG ? StandardErrorSilencer.silenced { decodeIntoScratch(maxFrames) } : decodeIntoScratch(maxFrames)
         let frames = max(0, min(got, maxFrames))
         scratch.removeLast((maxFrames - frames) * channels)
 
@@ -152,6 +148,12 @@ public final class AudioFileReader {
         }
         framesDelivered += frames
         return frames
+    }
+
+    /// libsndfile decodes up to `maxFrames` into `scratch` (sized for them); returns the frames read.
+    private func decodeIntoScratch(_ maxFrames: Int) -> Int {
+        let handle = self.handle
+        return scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
     }
 
     /// Explains why `sf_open` failed, in words for people.

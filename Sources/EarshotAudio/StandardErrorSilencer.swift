@@ -1,4 +1,5 @@
 import EarshotSync
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -25,7 +26,6 @@ public enum StandardErrorSilencer {
         var original: Int32 = -2
         var sink: Int32 = -1
         var depth = 0
-        var enabled = false
 
         mutating func setUp() {
             guard original == -2 else { return }
@@ -35,17 +35,19 @@ public enum StandardErrorSilencer {
     }
 
     private static let state = Locked(State())
+    /// Read without the lock: a program that never enables it (the daemon) pays one load per call.
+    private static let enabled = Atomic<Bool>(false)
 
     /// Silences decoders from now on, for a program that writes its own messages with `write(_:)`.
     public static func enable() {
-        state.withLock { $0.enabled = true }
+        enabled.store(true, ordering: .releasing)
     }
 
     /// Runs `body` with stderr silenced.
     /// The corresponding C functions are `dup2` and `fcntl(F_DUPFD_CLOEXEC)`.
     public static func silenced<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard enabled.load(ordering: .acquiring) else { return try body() }
         let silencing = state.withLock { s -> Bool in
-            guard s.enabled else { return false }
             s.setUp()
             guard s.original >= 0, s.sink >= 0 else { return false }
             if s.depth == 0 { _ = dup2(s.sink, STDERR_FILENO) }

@@ -17,6 +17,9 @@ extension ManagedSession {
         private let matcher: Matcher
         private let windowSeconds: Double
         private let stallTimeout: Double
+        /// The problem a source that runs yet delivers nothing shows (made once: it is checked
+        /// on every turn of a stalled source).
+        private let stallProblem: String
         private var machine: ManagedSessionMachine
         private let makeSource: SourceFactory
         private var source: (any AudioSource)?
@@ -49,6 +52,7 @@ extension ManagedSession {
             matcher = Matcher(catalog: catalog)
             windowSeconds = catalog.maximumQuerySignatureDuration
             self.stallTimeout = stallTimeout
+            stallProblem = "the audio source delivered no audio for \(Self.format(stallTimeout)) s"
             machine = ManagedSessionMachine(configuration: configuration)
             self.makeSource = makeSource
             block = .allocate(capacity: Self.readBlock)
@@ -238,7 +242,7 @@ extension ManagedSession {
             case .idle, .starting, .running:
                 // A source that says it runs yet delivers nothing is down all the same.
                 if got == 0, Self.seconds(since: quietSince) > stallTimeout {
-                    report("the audio source delivered no audio for \(Self.format(stallTimeout)) s")
+                    report(stallProblem)
                 }
             }
         }

@@ -61,6 +61,7 @@ public final class ConnectionLimiter: Sendable {
     private struct State {
         var open: [Int32: Connection] = [:]
         var perAddress: [String: Int] = [:]
+        /// The counters; what the rest of the state shows is filled in by `statistics`.
         var statistics = Statistics()
         var gates: [ObjectIdentifier: ListenerGate] = [:]
         var closed = false
@@ -70,7 +71,6 @@ public final class ConnectionLimiter: Sendable {
             guard let gone = open.removeValue(forKey: fd) else { return }
             let left = perAddress[gone.address, default: 1] - 1
             perAddress[gone.address] = left > 0 ? left : nil
-            statistics.open = open.count
         }
     }
 
@@ -86,7 +86,16 @@ public final class ConnectionLimiter: Sendable {
         self.limits = limits
     }
 
-    public var statistics: Statistics { state.withLock { $0.statistics } }
+    public var statistics: Statistics {
+        state.withLock { s in
+            var statistics = s.statistics
+            statistics.open = s.open.count
+            statistics.closedToNewConnections = s.closed
+            statistics.blockedAddresses = s.blocked.count
+            statistics.guardedListeners = s.gates.values.reduce(0) { $0 + $1.listeners.count }
+            return statistics
+        }
+    }
 
     /// A connection was accepted on descriptor `fd` by the socket `owner`; returns whether it may
     /// stay. One that may not has been shut down already.
@@ -105,7 +114,6 @@ public final class ConnectionLimiter: Sendable {
             }
             s.open[fd] = Connection(address: address, owner: owner)
             s.perAddress[address, default: 0] += 1
-            s.statistics.open = s.open.count
             s.statistics.peak = max(s.statistics.peak, s.open.count)
             updateGates(&s)
             return nil
@@ -127,17 +135,13 @@ public final class ConnectionLimiter: Sendable {
         guard let gate = ListenerGate.find(boundTo: endpoints) else { return }
         state.withLock { s in
             s.gates[owner] = gate
-            s.statistics.guardedListeners = s.gates.values.reduce(0) { $0 + $1.listeners.count }
             gate.apply(closed: s.closed, blocked: Self.ipv4(s.blocked))
         }
     }
 
     /// Stops touching the listeners of socket `owner` (it is about to close them).
     func forget(_ owner: ObjectIdentifier) {
-        state.withLock { s in
-            s.gates[owner] = nil
-            s.statistics.guardedListeners = s.gates.values.reduce(0) { $0 + $1.listeners.count }
-        }
+        state.withLock { $0.gates[owner] = nil }
     }
 
     /// Closes the door at the limit and opens it again a few places below (so that it does not
@@ -153,8 +157,6 @@ public final class ConnectionLimiter: Sendable {
         if closed && !s.closed { s.statistics.closings += 1 }
         s.closed = closed
         s.blocked = blocked
-        s.statistics.closedToNewConnections = closed
-        s.statistics.blockedAddresses = blocked.count
         let addresses = Self.ipv4(blocked)
         for gate in s.gates.values { gate.apply(closed: closed, blocked: addresses) }
     }

@@ -198,9 +198,7 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
         }
         var role = ClientRole.admin
         var userID = userID
-        // Without CURVE there are no keys: a client is its address.
-        var client = "address " + (address ?? "?")
-        var clientLabel = client
+        let client: String, clientLabel: String
         if let security = configuration.security {
             // ZAP ran at the handshake; the list may have changed since, so look again.
             guard let current = userID.flatMap(security.allowList.entry(forUserID:)) else {
@@ -212,6 +210,10 @@ final class RpcServerCore: LoopAttachment, @unchecked Sendable {
             userID = current.userID
             client = "key " + current.name
             clientLabel = "client \"\(current.name)\""
+        } else {
+            // Without CURVE there are no keys: a client is its address.
+            client = "address " + (address ?? "?")
+            clientLabel = client
         }
         guard role >= handler.minimumRole else {
             counters.withLock { $0.denied += 1 }

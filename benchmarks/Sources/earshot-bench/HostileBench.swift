@@ -3,7 +3,6 @@ import EarshotTestSupport
 import EarshotTransport
 import EarshotWire
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -138,14 +137,14 @@ enum HostileBenchmark {
                 bomb.metadata = Dictionary(uniqueKeysWithValues: (0..<280_000).map { (String(format: "k%06d", $0), "v") })
                 // The id goes first as a 10-byte varint (tag 1), so each send rewrites it in place.
                 let bytes: [UInt8] = [0x08] + [UInt8](repeating: 0x80, count: 9) + [0] + (try bomb.serializedBytes())
-                let stop = StopFlag()
+                let stop = SharedValue(false)
                 let sent = SharedCounter()
                 let threads = try (0..<4).map { _ in
                     let dealer = try RawDealer(endpoint: daemon.rpc, serverKey: serverKey, keys: viewer)
                     return BackgroundThread {
                         var id: UInt64 = 0, outstanding = 0
                         var envelope = bytes
-                        while !stop.isSet {
+                        while !stop.get() {
                             // Up to `window` unanswered: 1 is a client calling back to back.
                             if outstanding < window {
                                 id += 1
@@ -159,7 +158,7 @@ enum HostileBenchmark {
                     }
                 }
                 return {
-                    stop.set()
+                    stop.set(true)
                     for thread in threads { thread.join() }
                     bombs = sent.count
                 }
@@ -336,11 +335,6 @@ final class BackgroundThread: @unchecked Sendable {
     func join() { done.wait() }
 }
 
-final class StopFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-    var isSet: Bool { value.load(ordering: .relaxed) }
-    func set() { value.store(true, ordering: .relaxed) }
-}
 
 extension Report {
     static func hostileSection(_ env: RunEnvironment, _ r: HostileReport) -> String {
