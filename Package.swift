@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
+        .library(name: "EarshotSystem", targets: ["EarshotSystem"]),
+        .library(name: "EarshotStore", targets: ["EarshotStore"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
@@ -29,15 +31,23 @@ let package = Package(
         // cannot see a contended Mutex hand-over on Linux). Every target that locks uses it.
         .target(name: "EarshotSync"),
 
+        // Thin typed wrappers over the POSIX calls for files: atomic write, whole-file read,
+        // read-only mmap, file identity, EINTR retries. Imports only the C library.
+        .target(name: "EarshotSystem"),
+
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
 
-        // Pure core: DSP, fingerprints, signature and catalog formats, matcher, media-item rules.
+        // Pure core, no I/O: DSP, fingerprints, signature and catalog formats, matcher, media-item
+        // rules, session state machines.
         .target(name: "EarshotCore", dependencies: ["FFTW"]),
+
+        // What Earshot keeps on disk: catalog files mapped and verified for the core to read in place.
+        .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotSystem"]),
 
         // Audio in: ALSA capture, file decoding (libsndfile), sample-rate conversion (soxr),
         // signature generation.
-        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "EarshotSync", "CALSA", "CSndfile", "CSoxr"]),
+        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "EarshotSync", "EarshotSystem", "CALSA", "CSndfile", "CSoxr"]),
 
         // Live listening: streaming sessions and the managed session with its prerecording buffer.
         .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync"]),
@@ -54,14 +64,14 @@ let package = Package(
         // thread owning the sockets, the EARSHOT/1 call rules. See docs/PROTOCOL.md.
         .target(
             name: "EarshotTransport",
-            dependencies: ["CZMQ", "EarshotCore", "EarshotSync", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["CZMQ", "EarshotSync", "EarshotSystem", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
+                           "EarshotWire", "EarshotTransport", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "earshotd",
@@ -74,8 +84,8 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire",
+                "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
@@ -83,12 +93,13 @@ let package = Package(
         .target(name: "CMallocCounter", path: "benchmarks/Sources/CMallocCounter"),
         .executableTarget(
             name: "earshot-bench",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
-                           "EarshotTestSupport", "CMallocCounter", "CZMQ"],
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
+                           "EarshotWire", "EarshotTransport", "EarshotTestSupport", "CMallocCounter", "CZMQ"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),

@@ -1,5 +1,6 @@
 import CSndfile
 import EarshotCore
+import EarshotSystem
 
 #if canImport(Glibc)
     import Glibc

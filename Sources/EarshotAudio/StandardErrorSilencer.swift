@@ -1,4 +1,5 @@
 import EarshotSync
+import EarshotSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -71,17 +72,6 @@ public enum StandardErrorSilencer {
             s.setUp()
             return s.original >= 0 ? s.original : STDERR_FILENO
         }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            bytes = bytes.dropFirst(n)
-        }
+        _ = Array(text.utf8).withUnsafeBytes { Descriptor.writeAll(fd, $0) }
     }
 }
-
-// `StandardErrorSilencer.write` shadows the C function inside the enum; this reaches it.
-private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSystem
 import EarshotTransport
 import Foundation
 
@@ -46,7 +47,7 @@ public enum AllowListFile {
                 # Edits take effect within a second (or on SIGHUP); removed keys are cut off.
 
                 """
-            do throws(EarshotError) { try AtomicFile.write(Array(header.utf8), to: path, mode: 0o644) } catch {
+            do throws(SystemError) { try AtomicFile.write(Array(header.utf8), to: path, mode: 0o644) } catch {
                 throw .internalError("\(path): cannot create the allow-list: \(error.message)")
             }
         }

@@ -1,4 +1,6 @@
 import EarshotCore
+import EarshotStore
+import EarshotSystem
 import Foundation
 import Logging
 

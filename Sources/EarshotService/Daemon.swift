@@ -2,6 +2,7 @@ import EarshotAudio
 import EarshotCore
 import EarshotLive
 import EarshotSync
+import EarshotSystem
 import EarshotTransport
 import EarshotWire
 import Foundation

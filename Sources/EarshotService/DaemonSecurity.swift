@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotSync
+import EarshotSystem
 import EarshotTransport
 import Foundation
 import Logging
@@ -11,7 +12,7 @@ final class DaemonSecurity: Sendable {
     let allowListPath: String
     private let logger: Logger
     /// (mtime s, mtime ns, size, inode) of the file last read: a change of any means re-read.
-    private let fileStamp = Locked<[Int]>([])
+    private let fileStamp = Locked<FileIdentity?>(nil)
     /// Refusals already logged (unknown keys, failed handshakes), and when the log last spoke.
     private let logged = Locked<(keys: Int, handshakes: Int, at: ContinuousClock.Instant?)>((0, 0, nil))
     /// The log mentions refused clients at most this often (a scanner must not flood it).
@@ -39,14 +40,14 @@ final class DaemonSecurity: Sendable {
         allowListPath = configuration.allowListPath
         let entries = try AllowListFile.load(allowListPath)
         security = ServerSecurity(keyPair: keyPair, allowList: ClientAllowList(entries))
-        fileStamp.withLock { $0 = Self.stamp(allowListPath) }
+        fileStamp.withLock { $0 = FileIdentity(path: allowListPath) }
         logger.notice("CURVE on; server public key \(keyPair.publicKey) (also in \(publicPath)); \(entries.count) client(s) allowed by \(allowListPath)")
     }
 
     /// Re-reads the allow-list. A broken file is logged and the previous list kept, so a typo
     /// does not lock everyone out.
     func reload(reason: String) {
-        fileStamp.withLock { $0 = Self.stamp(allowListPath) }
+        fileStamp.withLock { $0 = FileIdentity(path: allowListPath) }
         do throws(EarshotError) {
             let entries = try AllowListFile.load(allowListPath)
             let before = Set(security.allowList.entries.map(\.publicKey))
@@ -63,7 +64,7 @@ final class DaemonSecurity: Sendable {
         Task.detached { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
-                if Self.stamp(allowListPath) != fileStamp.withLock({ $0 }) { reload(reason: "file changed") }
+                if FileIdentity(path: allowListPath) != fileStamp.withLock({ $0 }) { reload(reason: "file changed") }
                 logRejections()
             }
         }
@@ -113,11 +114,5 @@ final class DaemonSecurity: Sendable {
     static func loopback(_ endpoint: String) -> String {
         endpoint.replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
             .replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
-    }
-
-    private static func stamp(_ path: String) -> [Int] {
-        var s = stat()
-        guard stat(path, &s) == 0 else { return [] }
-        return [s.st_mtim.tv_sec, s.st_mtim.tv_nsec, Int(s.st_size), Int(s.st_ino)].map { Int($0) }
     }
 }

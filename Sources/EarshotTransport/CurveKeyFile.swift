@@ -1,4 +1,4 @@
-import EarshotCore
+import EarshotSystem
 import Foundation
 
 /// Key files: a secret key file holds the Z85 secret key on its one non-comment line (the public

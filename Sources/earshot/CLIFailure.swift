@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSystem
 
 /// The exit statuses of `earshot` (documented in `earshot --help`).
 enum ExitStatus: Int32 {
@@ -37,6 +38,11 @@ struct CLIFailure: Error {
         CLIFailure(naming(file, problem), status: .badInput)
     }
 
+    /// `file` cannot be read (the system's error).
+    static func badInput(_ file: String, _ error: SystemError) -> CLIFailure {
+        CLIFailure(naming(file, error.message), status: .badInput)
+    }
+
     /// An argument names something that is not there (a reference index, a media-item id).
     static func usage(_ file: String, _ problem: String) -> CLIFailure {
         CLIFailure(naming(file, problem), status: .usage)
@@ -44,6 +50,11 @@ struct CLIFailure: Error {
 
     /// `file` could not be written.
     static func output(_ file: String, _ error: EarshotError) -> CLIFailure {
+        CLIFailure(naming(file, error.message), status: .internalFailure)
+    }
+
+    /// `file` could not be written (the system's error).
+    static func output(_ file: String, _ error: SystemError) -> CLIFailure {
         CLIFailure(naming(file, error.message), status: .internalFailure)
     }
 

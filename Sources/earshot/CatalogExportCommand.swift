@@ -1,5 +1,6 @@
 import ArgumentParser
 import EarshotCore
+import EarshotSystem
 import Foundation
 
 /// `earshot catalog export`: signatures and CSV back out of a catalog.

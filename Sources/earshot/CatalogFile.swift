@@ -1,4 +1,6 @@
 import EarshotCore
+import EarshotStore
+import EarshotSystem
 
 /// Reading and writing `.earcat` files with the CLI's error conventions.
 enum CatalogFile {

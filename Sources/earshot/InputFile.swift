@@ -1,5 +1,6 @@
-import Foundation
 import EarshotCore
+import EarshotSystem
+import Foundation
 
 /// Checks on input files made before any work, so a typo fails fast with a clear message.
 enum InputFile {

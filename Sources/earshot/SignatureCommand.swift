@@ -1,5 +1,6 @@
 import ArgumentParser
 import EarshotCore
+import EarshotSystem
 
 /// `earshot signature`: one media file to one `.earsig` file.
 struct SignatureCommand: ParsableCommand {

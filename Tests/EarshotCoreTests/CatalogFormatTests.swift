@@ -6,20 +6,7 @@ import Testing
 @testable import EarshotCore
 
 struct CatalogFormatTests {
-    static func makeCatalog() throws -> CustomCatalog {
-        var c = CustomCatalog()
-        for i in 0..<3 {
-            let s = try SyntheticSignature.of(SyntheticMusic.make(seed: UInt64(100 + i), duration: 12))
-            try c.addReferenceSignature(s, representing: [
-                MediaItem(id: "ep\(i)", title: "Episode \(i)", artist: "Studio", genres: ["quiz"],
-                          explicitContent: false, creationDate: Date(timeIntervalSince1970: 1_700_000_000),
-                          customProperties: ["question": .object(["text": .string("2+2?"), "answer": .number(4)])]),
-                MediaItem(id: "ep\(i)-q1", title: "Question 1", timeRanges: [2..<5], frequencySkewRanges: [-0.01..<0.01]),
-            ])
-        }
-        c.maximumQuerySignatureDuration = 10
-        return c
-    }
+    static func makeCatalog() throws -> CustomCatalog { try SyntheticCatalog.make() }
 
     @Test func roundTripPreservesEverything() throws {
         let catalog = try Self.makeCatalog()
@@ -30,30 +17,6 @@ struct CatalogFormatTests {
         #expect(back.references.map(\.mediaItems) == catalog.references.map(\.mediaItems))
         #expect(back.references[0].signature.peaks.count == catalog.references[0].signature.peaks.count)
         #expect(try back.dataRepresentation() == data)
-    }
-
-    @Test func mappedFileOpensAndLooksUp() throws {
-        let data = try Self.makeCatalog().dataRepresentation()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("t-\(UUID()).earcat").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try AtomicFile.write(data, to: path)
-        let mapped = try MappedCatalog(contentsOf: path, verification: .full)
-        #expect(mapped.referenceCount == 3)
-        #expect(mapped.entryCount > 100)
-        // Every reference landmark is found under its key.
-        let s = try mapped.signature(ofReference: 1)
-        var found = 0, total = 0
-        s.peaks.withUnsafeBufferPointer { p in
-            LandmarkHasher.forEachLandmark(p, fanOut: LandmarkHasher.referenceFanOut) { lm, _ in
-                total += 1
-                var hit = false
-                mapped.forEachPosting(of: lm.key) { v in
-                    if Int(v >> 4) == mapped.references[1].startFrame + Int(lm.frame) { hit = true }
-                }
-                if hit { found += 1 }
-            }
-        }
-        #expect(total > 0 && found == total)
     }
 
     @Test func mergeAddsReferencesAndLoosensLimits() throws {
@@ -164,52 +127,6 @@ struct CatalogFormatTests {
         }
     }
 
-    @Test func fullVerificationStopsWhenAsked() throws {
-        let data = try Self.makeCatalog().dataRepresentation()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stop-\(UUID()).earcat").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try AtomicFile.write(data, to: path)
-        do {
-            _ = try MappedCatalog(contentsOf: path, shouldStop: { true })
-            Issue.record("verification ignored the stop")
-        } catch {
-            #expect(error.code == 500)
-            #expect(error.message.contains("stopped before the end"))
-        }
-        _ = try MappedCatalog(contentsOf: path, shouldStop: { false })
-    }
-
-    /// A FIFO, a socket or a directory named like a catalog is refused at once: opening a FIFO
-    /// for reading would wait for a writer forever. (Should the open block after all, a writer
-    /// shows up after five seconds, so the test fails instead of hanging.)
-    @Test func nonRegularFilesAreRefusedWithoutBlocking() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let fifo = dir + "/x.earcat"
-        #expect(mkfifo(fifo, 0o644) == 0)
-        let link = dir + "/link.earcat"
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: fifo)
-        let done = Atomic<Bool>(false)
-        let rescuer = Thread {
-            let until = Date().addingTimeInterval(5)
-            while !done.load(ordering: .acquiring), Date() < until { usleep(10_000) }
-            while !done.load(ordering: .acquiring) {
-                let fd = open(fifo, O_WRONLY | O_NONBLOCK)
-                if fd >= 0 { close(fd) }
-                usleep(10_000)
-            }
-        }
-        rescuer.start()
-        defer { done.store(true, ordering: .releasing) }
-        let started = Date()
-        for (path, kind) in [(fifo, "a named pipe"), (link, "a named pipe"), (dir, "a directory")] {
-            #expect(throws: EarshotError.catalogInvalid("\(path): is \(kind), not a regular file")) { try MappedCatalog(contentsOf: path) }
-            #expect(throws: EarshotError.internalError("\(path): is \(kind), not a regular file")) { try AtomicFile.read(path) }
-        }
-        #expect(Date().timeIntervalSince(started) < 2, "a FIFO open blocked")
-    }
-
     @Test func shortForeignFilesAreForeignNotTruncated() {
         #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
             try MappedCatalog(bytes: Array("hi\n".utf8))
@@ -217,39 +134,6 @@ struct CatalogFormatTests {
         #expect(throws: EarshotError.signatureInvalid("not an Earshot signature (bad magic number)")) {
             try Signature(dataRepresentation: Array("hi\n".utf8))
         }
-    }
-
-    @Test func atomicWriteKeepsPermissionsOfReplacedFile() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perm-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try AtomicFile.write([1], to: path, mode: 0o600)
-        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
-        try AtomicFile.write([2], to: path)
-        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
-    }
-
-    @Test func atomicWriteCanForceASecretsMode() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perm-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try AtomicFile.write([1], to: path, mode: 0o644)
-        try AtomicFile.write([2], to: path, mode: 0o600, forceMode: true)
-        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
-    }
-
-    @Test func staleTemporariesOfDeadWritersAreRemoved() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stale-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let finished = Process()
-        finished.executableURL = URL(fileURLWithPath: "/bin/true")
-        try finished.run()
-        finished.waitUntilExit()
-        let dead = finished.processIdentifier
-        let names = [".a.earcat.tmp-\(dead)-17", ".b.key.tmp-\(getpid())-18", "c.tmp-\(dead)-19", ".d.tmp-x-1", "e.earcat"]
-        for name in names { _ = FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: Data([1])) }
-        #expect(AtomicFile.removeStaleTemporaries(in: folder.path) == [".a.earcat.tmp-\(dead)-17"])
-        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-        #expect(left == Array(names.dropFirst()).sorted(), "a live writer's file and other names stay")
     }
 
     @Test func rejectsForeignAndOtherVersions() throws {
@@ -268,32 +152,4 @@ struct CatalogFormatTests {
         #expect(throws: EarshotError.self) { try MappedCatalog(bytes: signatureBytes) }
     }
 
-    @Test func missingEmptyAndDirectoryPathsNameTheProblem() throws {
-        let dir = FileManager.default.temporaryDirectory.path
-        for (path, reason) in [("/nonexistent/x.earcat", "No such file"), (dir, "not a regular file")] {
-            do {
-                _ = try MappedCatalog(contentsOf: path)
-                Issue.record("\(path) accepted")
-            } catch {
-                #expect(error.message.contains(path))
-                #expect(error.message.contains(reason))
-            }
-        }
-        let empty = dir + "/empty-\(UUID()).earcat"
-        _ = FileManager.default.createFile(atPath: empty, contents: Data())
-        defer { try? FileManager.default.removeItem(atPath: empty) }
-        #expect(throws: EarshotError.catalogInvalid("\(empty): file is empty")) { try MappedCatalog(contentsOf: empty) }
-    }
-
-    @Test func atomicWriteReplacesWholeFileAndLeavesNoTemporaries() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("aw-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/c.earcat"
-        try AtomicFile.write([1, 2, 3], to: path)
-        try AtomicFile.write([4, 5], to: path)
-        #expect(try AtomicFile.read(path) == [4, 5])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["c.earcat"])
-        #expect(throws: EarshotError.self) { try AtomicFile.write([1], to: dir + "/missing/x") }
-    }
 }

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSystem
 
 /// An audio file decoded to mono floats a chunk at a time, as they are asked for.
 ///

@@ -1,4 +1,5 @@
 import CALSA
+import EarshotSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -65,7 +66,7 @@ final class WakeSignal: @unchecked Sendable {
             deadline.tv_nsec -= 1_000_000_000
         }
         // Monotonic deadline: a change of the wall clock must not stretch or cut the wait.
-        while sem_clockwait(semaphore, CLOCK_MONOTONIC, &deadline) != 0 && errno == EINTR {}
+        _ = retryingOnInterrupt { sem_clockwait(semaphore, CLOCK_MONOTONIC, &deadline) }
         waiting.store(false, ordering: .releasing)
         return ready()
     }

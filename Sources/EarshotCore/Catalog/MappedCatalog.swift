@@ -7,7 +7,7 @@ import Foundation
 /// every catalog they open, also checksums the index and peak sections, requires the padding
 /// between sections to be zero and the file to end right after its last section. It reads
 /// the whole file once, through the mapping, and leaves none of it resident: afterwards the
-/// catalog is as lazily mapped as after a `.structure` open (see `CatalogBytes.checksum`).
+/// catalog is as lazily mapped as after a `.structure` open (see `checksum`).
 /// Lookups read the mapped arrays directly, bounds-checking each bucket: a corrupt index can give
 /// wrong postings but never an out-of-bounds read.
 public final class MappedCatalog: @unchecked Sendable {
@@ -31,7 +31,7 @@ public final class MappedCatalog: @unchecked Sendable {
         let metadataLength: Int
     }
 
-    private let storage: CatalogBytes
+    private let storage: any CatalogImage
     public let minimumQuerySignatureDuration: Double
     public let maximumQuerySignatureDuration: Double
     public let references: [Reference]
@@ -51,27 +51,16 @@ public final class MappedCatalog: @unchecked Sendable {
     /// Total reference audio, in seconds.
     public var totalDuration: Double { references.reduce(0) { $0 + $1.duration } }
 
-    /// Maps and validates the file at `path`. A `.full` verification looks at `shouldStop`
-    /// between megabytes and gives up (with `internalError`) when it returns true, so a daemon
-    /// asked to stop while it checks a large catalog stops at once.
-    public convenience init(contentsOf path: String, verification: Verification = .full,
-                            shouldStop: () -> Bool = { false }) throws(EarshotError) {
-        do {
-            try self.init(storage: CatalogBytes.map(path: path), verification: verification, shouldStop: shouldStop)
-        } catch let e where e.message.hasPrefix(path) {
-            throw e
-        } catch {
-            throw error.prefixed(path)
-        }
-    }
-
     /// Validates an in-memory image (copied once into aligned memory).
     public convenience init(bytes: [UInt8], verification: Verification = .full) throws(EarshotError) {
-        try self.init(storage: CatalogBytes.copy(of: bytes), verification: verification)
+        try self.init(image: HeapCatalogImage(copying: bytes), verification: verification)
     }
 
-    public init(storage: CatalogBytes, verification: Verification, shouldStop: () -> Bool = { false }) throws(EarshotError) {
-        self.storage = storage
+    /// Validates `image` and reads it in place. A `.full` verification looks at `shouldStop`
+    /// between megabytes and gives up (with `internalError`) when it returns true, so a daemon
+    /// asked to stop while it checks a large catalog stops at once.
+    public init(image: any CatalogImage, verification: Verification, shouldStop: () -> Bool = { false }) throws(EarshotError) {
+        self.storage = image
         let raw = storage.bytes
         var r = ByteReader(raw) { .catalogInvalid($0) }
         // The magic first: a short foreign file is foreign, not a truncated catalog.
@@ -214,11 +203,37 @@ public final class MappedCatalog: @unchecked Sendable {
         metadataSection = metadata
 
         for section in deferredChecksums {
-            guard let crc = storage.checksum(section.range, shouldStop: shouldStop) else {
+            guard let crc = Self.checksum(storage, section.range, shouldStop: shouldStop) else {
                 throw .internalError("verification stopped before the end (asked to stop)")
             }
             guard crc == section.crc else { throw .catalogInvalid("checksum mismatch in section \(section.kind) (file corrupt)") }
         }
+    }
+
+    /// Bytes checksummed between two looks at `shouldStop`, and the most of a mapping a
+    /// checksum keeps resident at once.
+    static let checksumChunk = 1 << 20
+
+    /// The CRC-32 of `image.bytes[range]`, or nil if `shouldStop` returned true first.
+    ///
+    /// Read a chunk at a time: the next chunk is announced (a mapping is otherwise random-access,
+    /// which would read a cold file a page per fault), and each chunk is given back once
+    /// checksummed, so checking a whole catalog leaves it as little resident as a lazy open does.
+    private static func checksum(_ image: any CatalogImage, _ range: Range<Int>, shouldStop: () -> Bool) -> UInt32? {
+        let bytes = image.bytes
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "range outside the catalog bytes")
+        var crc: UInt32 = 0
+        var start = range.lowerBound
+        image.willRead(start..<min(range.upperBound, start + checksumChunk))
+        while start < range.upperBound {
+            if shouldStop() { return nil }
+            let end = min(range.upperBound, start + checksumChunk)
+            if end < range.upperBound { image.willRead(end..<min(range.upperBound, end + checksumChunk)) }
+            crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), continuing: crc)
+            image.doneReading(start..<end)
+            start = end
+        }
+        return crc
     }
 
     /// Buckets hold about 8 postings; one far longer holds a key that occurs everywhere (a held

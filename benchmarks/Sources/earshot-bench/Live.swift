@@ -2,6 +2,7 @@ import CMallocCounter
 import EarshotAudio
 import EarshotCore
 import EarshotLive
+import EarshotStore
 import EarshotSync
 import EarshotTestSupport
 import Foundation

@@ -1,5 +1,7 @@
 import EarshotAudio
 import EarshotCore
+import EarshotStore
+import EarshotSystem
 import EarshotTestSupport
 import Foundation
 

@@ -10,7 +10,7 @@ public enum AtomicFile {
     /// `mode` applies to a new file; a replaced file keeps its permissions unless `forceMode`
     /// (a secret key must never inherit a looser mode from the file it replaces).
     /// The corresponding C functions are `open`, `write`, `fsync` and `rename`.
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, forceMode: Bool = false) throws(EarshotError) {
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, forceMode: Bool = false) throws(SystemError) {
         var existing = stat()
         let permissions = !forceMode && stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : mode
         let slash = path.lastIndex(of: "/")
@@ -18,36 +18,25 @@ public enum AtomicFile {
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = "\(directory)/.\(name)\(temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw .internalError("cannot write \(path): \(describeErrno(errno))") }
+        guard fd >= 0 else { throw .errno("cannot write \(path)", errno) }
         _ = fchmod(fd, permissions)  // not narrowed by the umask
         var ok = false
         defer {
             if !ok { unlink(temporary) }
         }
-        let written = bytes.withUnsafeBytes { raw -> Int32 in
-            var done = 0
-            while done < raw.count {
-                let n = systemWrite(fd, raw.baseAddress! + done, raw.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                done += n
-            }
-            return 0
-        }
+        let written = bytes.withUnsafeBytes { Descriptor.writeAll(fd, $0) }
         if written != 0 {
             close(fd)
-            throw .internalError("cannot write \(path): \(describeErrno(written))")
+            throw .errno("cannot write \(path)", written)
         }
         guard fsync(fd) == 0 else {
             let e = errno
             close(fd)
-            throw .internalError("cannot flush \(path): \(describeErrno(e))")
+            throw .errno("cannot flush \(path)", e)
         }
         close(fd)
         guard rename(temporary, path) == 0 else {
-            throw .internalError("cannot replace \(path): \(describeErrno(errno))")
+            throw .errno("cannot replace \(path)", errno)
         }
         ok = true
         // Make the rename itself durable.
@@ -83,27 +72,14 @@ public enum AtomicFile {
     }
 
     /// Reads a whole regular file (anything else is refused without blocking, see `RegularFile`).
-    /// Throws `internalError` with the path and the system's reason.
-    public static func read(_ path: String) throws(EarshotError) -> [UInt8] {
+    /// The error's message starts with the path.
+    public static func read(_ path: String) throws(SystemError) -> [UInt8] {
         let file: RegularFile.Opened
-        do { file = try RegularFile.openForReading(path) } catch { throw .internalError("\(path): \(error.message)") }
-        let fd = file.descriptor
-        defer { close(fd) }
+        do { file = try RegularFile.openForReading(path) } catch { throw SystemError("\(path): \(error.message)", code: error.code) }
+        defer { close(file.descriptor) }
         var out = [UInt8](repeating: 0, count: file.size)
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .internalError("\(path): \(describeErrno(errno))")
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return Array(out[0..<done])
+        let n = out.withUnsafeMutableBytes { Descriptor.readAll(file.descriptor, into: $0) }
+        if n < 0 { throw .errno(path, Int32(-n)) }
+        return Array(out[0..<n])
     }
 }
-
-// `AtomicFile.write`/`read` shadow the C functions inside the enum; these reach them on either platform.
-private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
-private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }

@@ -10,12 +10,9 @@ import Darwin
 /// being opened. The open itself is non-blocking and checked again with `fstat`, so a path
 /// swapped for a FIFO between the two steps cannot hang the caller either.
 public enum RegularFile {
-    /// Why a path cannot be read as a regular file; `message` is for people, without the path.
-    public struct Refusal: Error, Sendable {
-        public let message: String
-        /// The `errno` of a failed `stat` or `open`, or 0 when the path is not a regular file.
-        public let code: Int32
-    }
+    /// Why a path cannot be read as a regular file; `message` is for people, without the path;
+    /// `code` is the `errno` of a failed `stat` or `open`, or 0 when the path is not a regular file.
+    public typealias Refusal = SystemError
 
     /// An open descriptor of a regular file and its size. The caller closes `descriptor`.
     public struct Opened: Sendable {
@@ -27,15 +24,15 @@ public enum RegularFile {
     /// The corresponding C functions are `stat`, `open` (`O_NONBLOCK`) and `fstat`.
     public static func openForReading(_ path: String) throws(Refusal) -> Opened {
         var before = stat()
-        guard stat(path, &before) == 0 else { throw Refusal(message: describeErrno(errno), code: errno) }
+        guard stat(path, &before) == 0 else { throw Refusal(describeErrno(errno), code: errno) }
         if let kind = nonRegularKind(before.st_mode) { throw notRegular(kind) }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else { throw Refusal(message: describeErrno(errno), code: errno) }
+        guard fd >= 0 else { throw Refusal(describeErrno(errno), code: errno) }
         var after = stat()
         guard fstat(fd, &after) == 0 else {
             let code = errno
             close(fd)
-            throw Refusal(message: describeErrno(code), code: code)
+            throw Refusal(describeErrno(code), code: code)
         }
         if let kind = nonRegularKind(after.st_mode) {
             close(fd)
@@ -48,12 +45,12 @@ public enum RegularFile {
     /// only; nothing is opened).
     public static func problem(at path: String) -> Refusal? {
         var st = stat()
-        guard stat(path, &st) == 0 else { return Refusal(message: describeErrno(errno), code: errno) }
+        guard stat(path, &st) == 0 else { return Refusal(describeErrno(errno), code: errno) }
         return nonRegularKind(st.st_mode).map(notRegular)
     }
 
     private static func notRegular(_ kind: String) -> Refusal {
-        Refusal(message: "is \(kind), not a regular file", code: 0)
+        Refusal("is \(kind), not a regular file", code: 0)
     }
 
     /// What a file of `mode` is, in words, when it is not a regular file.
