@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
         .library(name: "EarshotSystem", targets: ["EarshotSystem"]),
         .library(name: "EarshotStore", targets: ["EarshotStore"]),
+        .library(name: "EarshotAuthoring", targets: ["EarshotAuthoring"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
@@ -41,6 +42,10 @@ let package = Package(
         // Pure core, no I/O: DSP, fingerprints, signature and catalog formats, matcher, media-item
         // rules, session state machines.
         .target(name: "EarshotCore", dependencies: ["FFTW"]),
+
+        // Catalog authoring: the media-items CSV (tokenizing, column schema, range syntax) and
+        // how its rows are assigned to references. The CLI's; never on the matching path.
+        .target(name: "EarshotAuthoring", dependencies: ["EarshotCore"]),
 
         // What Earshot keeps on disk: catalog files mapped and verified for the core to read in place.
         .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotSystem"]),
@@ -84,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire",
+                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire",
                 "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -110,6 +115,7 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotAuthoringTests", dependencies: ["EarshotAuthoring", "EarshotCore"]),
     ]
 )
 
@@ -121,7 +127,7 @@ if Context.environment["EARSHOT_FUZZ"] != nil {
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         ("fuzz-signature", ["EarshotCore"]),
         ("fuzz-catalog", ["EarshotCore"]),
-        ("fuzz-csv", ["EarshotCore"]),
+        ("fuzz-csv", ["EarshotAuthoring", "EarshotCore"]),
         ("fuzz-config", ["EarshotService"]),
     ]
     package.targets.append(.target(

@@ -45,11 +45,7 @@ final class CatalogsService: Sendable {
                 var r = Earshot_V1_ReferenceDescription()
                 r.index = UInt32(index)
                 r.durationSeconds = e.catalog.references[index].duration
-                do throws(EarshotError) {
-                    r.mediaItems = try e.catalog.mediaItems(ofReference: index).map(Earshot_V1_MediaItem.init)
-                } catch {
-                    throw RpcError(.dataLoss, "catalog \"\(e.name)\": \(error.message)")
-                }
+                r.mediaItems = e.catalog.mediaItems(ofReference: index).map(Earshot_V1_MediaItem.init)
                 reply.references.append(r)
             }
             return reply

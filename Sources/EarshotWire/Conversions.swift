@@ -17,16 +17,10 @@ extension Earshot_V1_MediaItem {
         videoURL = item.videoURL ?? ""
         webURL = item.webURL ?? ""
         if let explicit = item.explicitContent { explicitContent = explicit }
-        if let date = item.creationDate { creationDate = ISO8601DateFormatter().string(from: date) }
+        if let date = item.creationDate { creationDate = ISODate.render(date) }
         timeRanges = item.timeRanges.map { Earshot_V1_TimeRange(start: $0.lowerBound, end: $0.upperBound) }
         frequencySkewRanges = item.frequencySkewRanges.map { Earshot_V1_TimeRange(start: $0.lowerBound, end: $0.upperBound) }
-        if !item.customProperties.isEmpty {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            if let data = try? encoder.encode(item.customProperties) {
-                customPropertiesJson = String(decoding: data, as: UTF8.self)
-            }
-        }
+        if !item.customProperties.isEmpty { customPropertiesJson = JSONValue.object(item.customProperties).jsonText }
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EarshotAuthoring
 import EarshotCore
 
 /// `earshot catalog display`: what a catalog holds.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EarshotAuthoring
 import EarshotCore
 import EarshotSystem
 import Foundation

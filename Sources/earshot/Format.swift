@@ -28,29 +28,16 @@ enum Format {
         return parts.joined(separator: " — ")
     }
 
-    /// The item as a JSON object: the `MediaItem` Codable form (dates ISO 8601, ranges as
-    /// `[start, end]` pairs).
+    /// The item as a JSON object: the `MediaItem` Codable form (dates as `ISODate` writes them,
+    /// ranges as `[start, end]` pairs).
     static func json(_ item: MediaItem) -> [String: JSONValue] {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(item), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
-        else { return ["id": .string(item.id)] }
+        guard case .object(let object)? = JSONValue(encoding: item) else { return ["id": .string(item.id)] }
         return object
     }
 
     /// Key-sorted JSON text on one line (for output that is one object per line).
-    static func jsonLine(_ value: JSONValue) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func jsonLine(_ value: JSONValue) -> String { value.jsonText }
 
     /// Pretty, key-sorted JSON text.
-    static func jsonText(_ value: JSONValue) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func jsonText(_ value: JSONValue) -> String { value.prettyJSONText }
 }

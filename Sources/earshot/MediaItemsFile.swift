@@ -1,3 +1,4 @@
+import EarshotAuthoring
 import EarshotCore
 
 /// The `--media-items` CSV option shared by `catalog create`, `add` and `update`.

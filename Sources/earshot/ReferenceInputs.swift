@@ -1,3 +1,4 @@
+import EarshotAuthoring
 import EarshotCore
 
 /// Turns input files into reference signatures with progress, for `catalog create/add/update`.

@@ -179,7 +179,7 @@ struct CLIWorkflowTests {
             signature,id,title,subtitle,artist,genres,isrc,artworkURL,videoURL,webURL,explicitContent,creationDate,timeRanges,frequencySkewRanges,custom.question,x-Cue
             quiz.wav,q1,"Question 1, ""easy""",Quiz night,Host,Quiz;Game,USABC2400001,https://e.com/a.png,https://e.com/v.m3u8,https://e.com,no,2024-05-01,14-21;31-40.5,-0.02..<0.02,"{""text"":""2+2?"",""answer"":4}","""ad-break"""
             quiz.wav,q2,"Two
-            lines",,,,,,,,yes,2024-05-01T20:15:00Z,21..<31,,"[true,null]",
+            lines",,,,,,,,yes,2024-05-01T20:15:00.125Z,21..<31,,"[true,null]",
             intro.wav,,Intro,,,,,,,,,,,,,
 
             """#)
@@ -200,6 +200,11 @@ struct CLIWorkflowTests {
         #expect(rebuilt == original)
         #expect(try ws.bytes("again.earcat") == ws.bytes("quiz.earcat"))
         #expect(original.references[0].mediaItems[1].title == "Two\nlines")
+        // One date codec from the CSV through the catalog and back: fractional seconds survive.
+        #expect(original.references[0].mediaItems[1].creationDate == Date(timeIntervalSince1970: 1_714_594_500.125))
+        #expect(original.references[0].mediaItems[0].creationDate == Date(timeIntervalSince1970: 1_714_521_600))
+        let exportedCSV = String(decoding: try ws.bytes("exported/media-items.csv"), as: UTF8.self)
+        #expect(exportedCSV.contains(",2024-05-01T20:15:00.125Z,") && exportedCSV.contains(",2024-05-01,"), "\(exportedCSV)")
         #expect(original.references[0].mediaItems[0].customProperties["x-Cue"] == .string("ad-break"))
 
         // The exported signatures are the catalog's reference signatures.

@@ -19,6 +19,22 @@ struct CatalogFormatTests {
         #expect(try back.dataRepresentation() == data)
     }
 
+    /// The catalog's metadata keeps dates to the last bit (the CSV and the wire use the same
+    /// codec), including fractions and dates before 1970.
+    @Test func datesKeepTheirFractionalSeconds() throws {
+        var catalog = CustomCatalog()
+        let dates = [Date(timeIntervalSince1970: 1_714_594_500.125), Date(timeIntervalSince1970: 1_700_000_000.000_123),
+                     Date(timeIntervalSince1970: -86_400 * 365.25 * 30 + 0.5), Date(timeIntervalSince1970: 1_714_521_600)]
+        let s = try SyntheticSignature.of(SyntheticMusic.make(seed: 7, duration: 6))
+        try catalog.addReferenceSignature(s, representing: dates.enumerated().map { MediaItem(id: "d\($0.offset)", creationDate: $0.element) })
+        let data = try catalog.dataRepresentation()
+        let back = try CustomCatalog(dataRepresentation: data)
+        #expect(back.references[0].mediaItems.map(\.creationDate) == dates)
+        #expect(try back.dataRepresentation() == data)
+        #expect(ISODate.render(dates[0]) == "2024-05-01T20:15:00.125Z")
+        #expect(ISODate.render(dates[3]) == "2024-05-01")
+    }
+
     @Test func mergeAddsReferencesAndLoosensLimits() throws {
         var a = try Self.makeCatalog()
         var b = CustomCatalog()

@@ -13,9 +13,6 @@ enum CatalogWriter {
         var peaks = ByteWriter()
         var metadata = ByteWriter()
         var start = 0
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
         for reference in catalog.references {
             let frames = CatalogLayout.frameCount(for: reference.signature.duration)
             reference.signature.peaks.withUnsafeBufferPointer { p in
@@ -26,7 +23,7 @@ enum CatalogWriter {
                 }
             }
             let json: Data
-            do { json = try encoder.encode(StoredItems(mediaItems: reference.mediaItems)) } catch {
+            do { json = try JSONCoding.encoder.encode(StoredItems(mediaItems: reference.mediaItems)) } catch {
                 throw .internalError("could not encode media items: \(error)")
             }
             records.append(UInt32(start))

@@ -100,7 +100,7 @@ public struct CustomCatalog: Sendable, Equatable {
         maximumQuerySignatureDuration = mapped.maximumQuerySignatureDuration
         for i in 0..<mapped.referenceCount {
             references.append(CatalogReference(signature: try mapped.signature(ofReference: i),
-                                               mediaItems: try mapped.mediaItems(ofReference: i)))
+                                               mediaItems: mapped.mediaItems(ofReference: i)))
         }
     }
 }

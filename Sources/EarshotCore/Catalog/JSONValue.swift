@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value: the type of custom media-item properties.
 public enum JSONValue: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
     case null
@@ -39,4 +41,66 @@ public enum JSONValue: Sendable, Equatable, Hashable, Codable, CustomStringConve
         case .object(let o): "{" + o.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
         }
     }
+}
+
+extension JSONValue {
+    /// Compact JSON with sorted keys and unescaped slashes: the one text form of custom
+    /// properties (the CSV cells and the wire). Made by one shared encoder, not one per value.
+    public var jsonText: String {
+        // Cannot fail: a JSONValue holds only JSON types (non-finite numbers never come from JSON).
+        guard let data = try? JSONCoding.encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Pretty-printed JSON with sorted keys (for people reading a terminal).
+    public var prettyJSONText: String {
+        guard let data = try? JSONCoding.prettyEncoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The JSON form of any Codable value (dates in `ISODate` form); nil if it cannot be encoded.
+    public init?(encoding value: some Encodable) {
+        guard let data = try? JSONCoding.encoder.encode(value),
+              let decoded = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else { return nil }
+        self = decoded
+    }
+
+    /// Parses JSON text; nil if it is not one JSON value.
+    public init?(jsonText: String) {
+        guard let value = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(jsonText.utf8)) else { return nil }
+        self = value
+    }
+}
+
+/// The JSON coders of the core, made once. Their settings never change after creation, so they
+/// are shared between threads.
+enum JSONCoding {
+    nonisolated(unsafe) static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(ISODate.render(date))
+        }
+        return encoder
+    }()
+
+    nonisolated(unsafe) static let prettyEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    nonisolated(unsafe) static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let c = try decoder.singleValueContainer()
+            let text = try c.decode(String.self)
+            guard let date = ISODate.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: c, debugDescription: "\"\(text)\" is not an ISO 8601 date or date-time")
+            }
+            return date
+        }
+        return decoder
+    }()
 }

@@ -44,6 +44,7 @@ public final class MappedCatalog: @unchecked Sendable {
     private let peaksSection: UnsafeRawBufferPointer
     private let metadataSection: UnsafeRawBufferPointer
     private let referenceStarts: [Int]
+    private let mediaItemsByReference: [[MediaItem]]
 
     public var referenceCount: Int { references.count }
     /// Size of the image in bytes.
@@ -201,6 +202,7 @@ public final class MappedCatalog: @unchecked Sendable {
         values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
         peaksSection = peaks
         metadataSection = metadata
+        mediaItemsByReference = try Self.decodeMediaItems(refs, in: metadata)
 
         for section in deferredChecksums {
             guard let crc = Self.checksum(storage, section.range, shouldStop: shouldStop) else {
@@ -268,26 +270,34 @@ public final class MappedCatalog: @unchecked Sendable {
         return i
     }
 
+    /// The media items of reference `index`, decoded when the catalog was opened.
+    public func mediaItems(ofReference index: Int) -> [MediaItem] {
+        mediaItemsByReference[index]
+    }
+
     private struct StoredItems: Codable { var mediaItems: [MediaItem] }
 
-    /// Decodes the media items of reference `index` (metadata is read only when needed).
-    public func mediaItems(ofReference index: Int) throws(EarshotError) -> [MediaItem] {
-        let ref = references[index]
-        let bytes = UnsafeRawBufferPointer(rebasing: metadataSection[ref.metadataOffset..<(ref.metadataOffset + ref.metadataLength)])
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        do {
-            return try decoder.decode(StoredItems.self, from: Data(bytes)).mediaItems
-        } catch let DecodingError.dataCorrupted(context) {
-            throw .catalogInvalid("media items of reference \(index) are not valid JSON: \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw .catalogInvalid("media items of reference \(index) lack the field \"\(key.stringValue)\"")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw .catalogInvalid("media items of reference \(index) have a bad value at \(field)")
-        } catch {
-            throw .catalogInvalid("media items of reference \(index) cannot be read")
+    /// Decodes the media items of every reference, once, when the catalog is opened: a match
+    /// then only reads them, and metadata that does not decode is found at load, not at a match.
+    private static func decodeMediaItems(_ references: [Reference], in metadata: UnsafeRawBufferPointer) throws(EarshotError) -> [[MediaItem]] {
+        var all: [[MediaItem]] = []
+        all.reserveCapacity(references.count)
+        for (index, ref) in references.enumerated() {
+            let bytes = UnsafeRawBufferPointer(rebasing: metadata[ref.metadataOffset..<(ref.metadataOffset + ref.metadataLength)])
+            do {
+                all.append(try JSONCoding.decoder.decode(StoredItems.self, from: Data(bytes)).mediaItems)
+            } catch let DecodingError.dataCorrupted(context) {
+                throw .catalogInvalid("media items of reference \(index) are not valid JSON: \(context.debugDescription)")
+            } catch let DecodingError.keyNotFound(key, _) {
+                throw .catalogInvalid("media items of reference \(index) lack the field \"\(key.stringValue)\"")
+            } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+                let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+                throw .catalogInvalid("media items of reference \(index) have a bad value at \(field)")
+            } catch {
+                throw .catalogInvalid("media items of reference \(index) cannot be read")
+            }
         }
+        return all
     }
 
     /// The reference signature of reference `index`, decoded from the peaks section.

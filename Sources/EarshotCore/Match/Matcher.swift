@@ -83,8 +83,7 @@ public final class Matcher {
         }
         var results: [MatchedMediaItem] = []
         for c in referenceCandidates(signature) {
-            let items: [MediaItem]
-            do { items = try catalog.mediaItems(ofReference: c.referenceIndex) } catch { return .error(error) }
+            let items = catalog.mediaItems(ofReference: c.referenceIndex)
             let current = c.offset + signature.duration * c.timeScale
             // Time-ranged items follow the current position, as a second screen shows what is on now.
             guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,

@@ -1,6 +1,7 @@
 // libFuzzer harness: CSV media-item import, as `earshot catalog build/update --items` reads it:
 // `MediaItemCSV.parse(bytes:)`, then `assign` over one input, several inputs and an existing
 // catalog, then `render` and a second parse of what was rendered, which must give the same rows.
+import EarshotAuthoring
 import EarshotCore
 import FuzzSupport
 

@@ -1,3 +1,4 @@
+import EarshotAuthoring
 import EarshotCore
 import Foundation
 import Testing
