@@ -1,23 +1,17 @@
 import EarshotCore
 
-/// Turns decoded audio into what the signature generator consumes.
+/// Turns a whole decoded buffer into mono samples at another rate.
 public enum AudioConversion {
-    /// Mixes `buffer` down to mono (the average of its channels) and resamples it to `rate` Hz.
+    /// Mixes `buffer` down to mono (the average of its channels) and resamples it to `rate` Hz,
+    /// through the same `AudioPipeline` as every other audio.
     ///
     /// The result holds `round(buffer.frameCount × rate / buffer.format.sampleRate)` samples.
     /// Throws `invalidAudioFormat` if float samples are NaN or infinite, and `internalError` if
     /// `rate` is not a positive finite number.
     public static func monoSamples(from buffer: PCMBuffer, at rate: Double) throws(EarshotError) -> [Float] {
-        let resampler = try Resampler(inputRate: buffer.format.sampleRate, outputRate: rate)
-        var mono: [Float] = []
-        try buffer.appendMono(to: &mono)
-        if buffer.format.sampleRate == rate { return mono }
-
-        var output: [Float] = []
-        let expected = (Double(mono.count) * rate / buffer.format.sampleRate).rounded(.up)
-        if expected < Double(Int.max / 2) { output.reserveCapacity(Int(expected) + 16) }
-        mono.withUnsafeBufferPointer { resampler.process($0, into: &output) }
-        resampler.flush(into: &output)
-        return output
+        let pipeline = try AudioPipeline(inputRate: buffer.format.sampleRate, outputRate: rate, sink: SampleCollector())
+        try pipeline.append(buffer)
+        pipeline.flush()
+        return pipeline.sink.samples
     }
 }

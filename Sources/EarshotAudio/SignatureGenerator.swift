@@ -1,18 +1,13 @@
-import Foundation
 import EarshotCore
 
 /// Turns PCM audio into a `Signature` (`SHSignatureGenerator`).
 ///
 /// Accepts 16-bit or float PCM, mono or interleaved, at 8–96 kHz; the first buffer fixes the
-/// format. Audio is mixed to mono and converted to the analysis rate with soxr as it arrives.
+/// format. Audio goes through the `AudioPipeline` into a `Fingerprinter` as it arrives.
 public final class SignatureGenerator {
     private var format: AudioFormat?
-    private var resampler: Resampler?
-    private let fingerprinter = Fingerprinter()
-    private var mono: [Float] = []
-    private var converted: [Float] = []
-    /// Audio-clock time of the first sample, when the caller gives times.
-    private var startTime: Double?
+    private var pipeline: AudioPipeline<Fingerprinter>?
+    private var continuity = AudioContinuity()
     private var inputFrames = 0
 
     public init() {}
@@ -29,39 +24,26 @@ public final class SignatureGenerator {
         if let format, format != buffer.format {
             throw .invalidAudioFormat("buffer format \(buffer.format) differs from the first buffer's \(format)")
         }
-        if let time {
-            guard time.isFinite else { throw .audioDiscontinuity("buffer time \(time) is not finite") }
-            if let startTime, let format {
-                let expected = startTime + Double(inputFrames) / format.sampleRate
-                let error = time - expected
-                let tolerance = max(0.001, 1 / format.sampleRate)
-                if error > tolerance {
-                    throw .audioDiscontinuity(String(format: "gap of %.3f s before buffer at %.3f s", error, time))
-                }
-                if error < -tolerance {
-                    throw .audioDiscontinuity(String(format: "overlap of %.3f s at buffer time %.3f s", -error, time))
-                }
-            } else if format == nil {
-                startTime = time
-            }
+        if let time, !time.isFinite { throw .audioDiscontinuity("buffer time \(time) is not finite") }
+        var next = continuity
+        if let gap = next.take(time: time, frames: buffer.frameCount, rate: buffer.format.sampleRate) {
+            throw .audioDiscontinuity(gap.description)
         }
-        if format == nil {
+        if pipeline == nil {
+            try buffer.format.validate()
+            pipeline = try AudioPipeline(inputRate: buffer.format.sampleRate, sink: Fingerprinter())
             format = buffer.format
-            resampler = try Resampler(inputRate: buffer.format.sampleRate, outputRate: FingerprintParameters.sampleRate)
         }
-        mono.removeAll(keepingCapacity: true)
-        try buffer.appendMono(to: &mono)
-        converted.removeAll(keepingCapacity: true)
-        mono.withUnsafeBufferPointer { resampler!.process($0, into: &converted) }
-        fingerprinter.append(converted)
+        try pipeline!.append(buffer)
+        continuity = next
         inputFrames += buffer.frameCount
     }
 
     /// The signature of the audio appended so far. Throws `signatureInvalid` when nothing was
     /// appended or the audio holds no peaks (silence).
     public func signature() throws(EarshotError) -> Signature {
-        guard duration > 0 else { throw .signatureInvalid("no audio was appended") }
-        return try Signature(duration: duration, peaks: fingerprinter.currentPeaks())
+        guard let pipeline, duration > 0 else { throw .signatureInvalid("no audio was appended") }
+        return try Signature(duration: duration, peaks: pipeline.sink.currentPeaks())
     }
 }
 

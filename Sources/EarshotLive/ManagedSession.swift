@@ -81,19 +81,26 @@ public final class ManagedSession: Sendable {
 
     /// One match: from the prerecorded window at once when it holds enough audio, otherwise
     /// after listening, up to the catalog's maximum query duration (then `.noMatch`).
+    /// Cancelling the calling task ends the wait at once with `.error(matchAttemptFailed)`; the
+    /// session then goes back to prerecording or idle unless another caller still waits.
     public func result() async -> MatchResult {
-        await withCheckedContinuation { continuation in
-            post(.result(continuation))
+        let request = ResultRequest(id: channel.nextID())
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if !channel.post(request, continuation) { continuation.resume(returning: Self.withdrawn) }
+            }
+        } onCancel: {
+            channel.withdraw(request)
         }
     }
+
+    /// What a withdrawn `result()` returns.
+    static let withdrawn = MatchResult.error(.matchAttemptFailed("the request was cancelled"))
 
     /// Matches continuously until the sequence is dropped or `cancel()` is called.
     public func results() -> AsyncStream<StreamingResult> {
         let (stream, continuation) = AsyncStream.makeStream(of: StreamingResult.self, bufferingPolicy: .bufferingNewest(64))
-        let id = channel.shared.withLock { s -> Int in
-            s.nextObserverID += 1
-            return s.nextObserverID
-        }
+        let id = channel.nextID()
         continuation.onTermination = { [weak self] _ in self?.post(.stopResults(id)) }
         post(.startResults(id, continuation))
         return stream
@@ -114,7 +121,7 @@ public final class ManagedSession: Sendable {
             var status = s.status
             if var item = status.currentMatch, let at = s.currentMatchInstant {
                 let elapsed = min(Self.seconds(since: at), Self.extrapolationLimit)
-                item.predictedCurrentMatchOffset += elapsed * (1 + item.timeSkew)
+                item.predictedCurrentMatchOffset = item.predictedOffset(after: elapsed)
                 status.currentMatch = item
             }
             return status
@@ -157,7 +164,8 @@ public final class ManagedSession: Sendable {
 extension ManagedSession {
     enum Command: @unchecked Sendable {
         case prepare
-        case result(CheckedContinuation<MatchResult, Never>)
+        case result(Int, CheckedContinuation<MatchResult, Never>)
+        case withdrawResult(Int)
         case startResults(Int, AsyncStream<StreamingResult>.Continuation)
         case stopResults(Int)
         case cancel
@@ -175,10 +183,60 @@ extension ManagedSession {
             shared = Locked(Shared(status: status))
         }
 
+        /// A fresh id for a request or an observer.
+        func nextID() -> Int {
+            shared.withLock { s in
+                s.nextObserverID += 1
+                return s.nextObserverID
+            }
+        }
+
         func post(_ command: Command) {
             shared.withLock { $0.commands.append(command) }
             pending.add(1, ordering: .releasing)
             wake.signal()
+        }
+
+        /// Posts `request` unless it was withdrawn first (then returns false). Posting and
+        /// withdrawing take the same lock, so the thread always sees a request before its
+        /// withdrawal, whichever the caller's task did first.
+        func post(_ request: ResultRequest, _ continuation: CheckedContinuation<MatchResult, Never>) -> Bool {
+            let posted = shared.withLock { s -> Bool in
+                guard !request.withdrawn else { return false }
+                request.posted = true
+                s.commands.append(.result(request.id, continuation))
+                return true
+            }
+            if posted {
+                pending.add(1, ordering: .releasing)
+                wake.signal()
+            }
+            return posted
+        }
+
+        /// Withdraws `request`: the thread answers it at once if it still waits.
+        func withdraw(_ request: ResultRequest) {
+            let post = shared.withLock { s -> Bool in
+                request.withdrawn = true
+                guard request.posted else { return false }
+                s.commands.append(.withdrawResult(request.id))
+                return true
+            }
+            if post {
+                pending.add(1, ordering: .releasing)
+                wake.signal()
+            }
+        }
+    }
+
+    /// One `result()` call's progress; read and written only under the channel's lock.
+    final class ResultRequest: @unchecked Sendable {
+        let id: Int
+        var posted = false
+        var withdrawn = false
+
+        init(id: Int) {
+            self.id = id
         }
     }
 

@@ -23,7 +23,7 @@ extension ManagedSession {
         private var machine: ManagedSessionMachine
         private let makeSource: SourceFactory
         private var source: (any AudioSource)?
-        private var fingerprinter: StreamingFingerprinter?
+        private var fingerprinter: PrerecordingWindow?
         /// The capture problem last reported to the machine for this source, until audio flows:
         /// a source that stays down is reported once per reason, not once per turn or retry.
         private var reportedProblem: String?
@@ -31,7 +31,7 @@ extension ManagedSession {
         /// started or last seen failed (a device just reopened has not had time to deliver).
         private var quietSince = ContinuousClock.now
         private var tracker = MatchTracker()
-        private var waiting: [CheckedContinuation<MatchResult, Never>] = []
+        private var waiting: [(id: Int, continuation: CheckedContinuation<MatchResult, Never>)] = []
         private var resultObservers: [Int: AsyncStream<StreamingResult>.Continuation] = [:]
         private let block: UnsafeMutableBufferPointer<Float>
         /// Wall-clock moment of the newest audio read, and the stream time it brought.
@@ -88,7 +88,7 @@ extension ManagedSession {
             }
             source?.stop()
             source = nil
-            for c in waiting { c.resume(returning: .error(.matchAttemptFailed("the session was shut down"))) }
+            for w in waiting { w.continuation.resume(returning: .error(.matchAttemptFailed("the session was shut down"))) }
             waiting.removeAll()
             for o in resultObservers.values { o.finish() }
             resultObservers.removeAll()
@@ -111,9 +111,14 @@ extension ManagedSession {
             switch command {
             case .prepare:
                 perform(machine.prepare())
-            case .result(let continuation):
-                waiting.append(continuation)
+            case .result(let id, let continuation):
+                waiting.append((id, continuation))
                 perform(machine.requestResult(window: window, streamTime: now))
+            case .withdrawResult(let id):
+                // Not waiting any more: answered before the withdrawal arrived.
+                guard let index = waiting.firstIndex(where: { $0.id == id }) else { break }
+                waiting.remove(at: index).continuation.resume(returning: ManagedSession.withdrawn)
+                perform(machine.withdrawRequest())
             case .startResults(let id, let continuation):
                 resultObservers[id] = continuation
                 if resultObservers.count == 1 {
@@ -171,7 +176,7 @@ extension ManagedSession {
                     }
                     // The status shows the answer before the caller gets it.
                     if let channel { publishStatus(channel) }
-                    for c in waiting { c.resume(returning: result) }
+                    for w in waiting { w.continuation.resume(returning: result) }
                     waiting.removeAll()
                 case .publish(let result):
                     let time = fingerprinter?.streamDuration ?? 0
@@ -281,11 +286,11 @@ extension ManagedSession {
                 if fingerprinter == nil {
                     // First audio, or audio again after a capture problem: a fresh window.
                     guard let rate = source.sampleRate,
-                          let fresh = try? StreamingFingerprinter(inputRate: rate, windowSeconds: windowSeconds) else { break }
+                          let fresh = try? PrerecordingWindow(inputRate: rate, windowSeconds: windowSeconds) else { break }
                     fingerprinter = fresh
                     audioVersion += 1
                 }
-                fingerprinter?.append(UnsafeBufferPointer(rebasing: block[..<n]))
+                fingerprinter?.appendMono(UnsafeBufferPointer(rebasing: block[..<n]))
                 got += n
             }
             backlog = got >= limit

@@ -19,11 +19,9 @@ public final class Session {
     private let continuation: AsyncStream<StreamingResult>.Continuation
     private let windowSeconds: Double
     private var format: AudioFormat?
-    private var fingerprinter: StreamingFingerprinter?
-    private var mono: [Float] = []
+    private var fingerprinter: PrerecordingWindow?
     private var tracker = MatchTracker()
-    /// Audio-clock time of the next expected sample, when the caller gives times.
-    private var expectedTime: Double?
+    private var continuity = AudioContinuity()
     private var lastAttempt = -Double.infinity
 
     public init(catalog: MappedCatalog, attemptInterval: Double = 1) {
@@ -55,31 +53,21 @@ public final class Session {
             deliver(.error(.invalidAudioFormat("buffer format \(buffer.format) differs from the stream's \(format)")))
             return
         }
-        if let time {
-            if let expected = expectedTime, abs(time - expected) > max(0.001, 1 / buffer.format.sampleRate) {
-                let what = time > expected ? "gap" : "overlap"
-                deliver(.error(.audioDiscontinuity(String(
-                    format: "%@ of %.3f s before the buffer at %.3f s; matching restarts from this buffer",
-                    what, abs(time - expected), time))))
-                restart()
-            }
-            expectedTime = time + Double(buffer.frameCount) / buffer.format.sampleRate
-        } else {
-            expectedTime = nil
+        if let gap = continuity.take(time: time, frames: buffer.frameCount, rate: buffer.format.sampleRate) {
+            deliver(.error(.audioDiscontinuity(gap.description + "; matching restarts from this buffer")))
+            restart()
         }
         do {
-            if format == nil {
+            if fingerprinter == nil {
                 try buffer.format.validate()
-                fingerprinter = try StreamingFingerprinter(inputRate: buffer.format.sampleRate, windowSeconds: windowSeconds)
+                fingerprinter = try PrerecordingWindow(inputRate: buffer.format.sampleRate, windowSeconds: windowSeconds)
                 format = buffer.format
             }
-            mono.removeAll(keepingCapacity: true)
-            try buffer.appendMono(to: &mono)
+            try fingerprinter!.append(buffer)
         } catch {
             deliver(.error(error))
             return
         }
-        mono.withUnsafeBufferPointer { fingerprinter!.append($0) }
         attemptIfDue()
     }
 
@@ -115,7 +103,7 @@ public final class Session {
 
     private func restart() {
         if let format {
-            fingerprinter = try? StreamingFingerprinter(inputRate: format.sampleRate, windowSeconds: windowSeconds)
+            fingerprinter = try? PrerecordingWindow(inputRate: format.sampleRate, windowSeconds: windowSeconds)
         }
         tracker.reset()
         lastAttempt = -.infinity

@@ -21,9 +21,9 @@ public final class Daemon: Sendable {
     private let health: HealthService
     private let sessionService: SessionService
     private let tasks = Locked<[Task<Void, Never>]>([])
-    private let stopped = Flag()
-    /// Delivered by `stop()` once everything is closed; `run()` waits for it.
-    private let finished = OneShot<Void>()
+    private let stopped = OnceFlag()
+    /// Finished by `stop()` once everything is closed; `run()` waits for it.
+    private let finished = AsyncStream<Void>.makeStream()
 
     /// Opens catalogs and binds the sockets; `run()` starts serving. Once `stopRequested`
     /// returns true (SIGTERM during start-up) it gives up as soon as it can, with
@@ -162,7 +162,8 @@ public final class Daemon: Sendable {
             all["events_subscribers_cut_off"] = UInt64(events.subscribersCutOff)
             return all
         }
-        RecognizerService(session: session, catalog: active, events: events, counters: counters).register(on: server)
+        let feed = MatchFeed(events: events, counters: counters, logger: logger, catalogName: active.name)
+        RecognizerService(session: session, catalog: active, feed: feed).register(on: server)
         sessionService.register(on: server)
         catalogs.register(on: server)
         health.register(on: server)
@@ -172,12 +173,12 @@ public final class Daemon: Sendable {
         for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
         for f in store.failures { events.publishCatalog(.failed, catalogs.summary(f), message: f.reason) }
         self.events = events
-        self.counters = counters
+        self.feed = feed
         refusals = RefusalLog(logger: logger, limiter: limiter, server: server)
     }
 
     private let events: DaemonEvents
-    private let counters: DaemonCounters
+    private let feed: MatchFeed
     private let security: DaemonSecurity?
     private let refusals: RefusalLog
 
@@ -226,16 +227,10 @@ public final class Daemon: Sendable {
         if configuration.prepareOnStart { session.prepare() }
         if configuration.follow {
             // Continuous recognition: every new match and lost match goes to the match topic.
-            let catalogName = (try? store.active(preferred: configuration.catalog).name) ?? ""
-            let counters = self.counters
+            let feed = self.feed
             started.append(Task {
                 for await r in session.results() {
-                    counters.add(r.result)
-                    if r.isRepeat { continue }
-                    events.publishMatch(Earshot_V1_MatchResult(r.result, catalog: catalogName, streamTime: r.streamTime))
-                    if let item = r.result.mediaItems.first {
-                        logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) at \(String(format: "%.2f", item.predictedCurrentMatchOffset)) s, skew \(String(format: "%+.2f", item.frequencySkew * 100)) %, confidence \(String(format: "%.2f", item.confidence))")
-                    }
+                    feed.record(r.result, from: .follow, streamTime: r.streamTime, isRepeat: r.isRepeat)
                 }
             })
         }
@@ -244,7 +239,7 @@ public final class Daemon: Sendable {
         if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)
-        await finished.value()
+        for await _ in finished.stream {}
     }
 
     /// Benchmarking only (`events.load_test_rate`): synthetic events at `rate` per second, in
@@ -284,6 +279,6 @@ public final class Daemon: Sendable {
         for t in tasks.withLock({ $0 }) { t.cancel() }
         session.shutdown()
         loop.stop()
-        finished.deliver(())
+        finished.continuation.finish()
     }
 }

@@ -8,17 +8,13 @@ import Foundation
 /// `earshot.v1.Recognizer`: the managed session over RPC, and one-off signatures.
 final class RecognizerService: Sendable {
     private let session: ManagedSession
-    private let catalogName: String
-    private let events: DaemonEvents
-    private let counters: DaemonCounters
+    private let feed: MatchFeed
     /// For MatchSignature. A matcher serves one call at a time; such calls are rare and fast.
     private let signatureMatcher: Locked<Matcher>
 
-    init(session: ManagedSession, catalog: CatalogStore.Entry, events: DaemonEvents, counters: DaemonCounters) {
+    init(session: ManagedSession, catalog: CatalogStore.Entry, feed: MatchFeed) {
         self.session = session
-        catalogName = catalog.name
-        self.events = events
-        self.counters = counters
+        self.feed = feed
         signatureMatcher = Locked(Matcher(catalog: catalog.catalog))
     }
 
@@ -41,8 +37,7 @@ final class RecognizerService: Sendable {
                 throw RpcError(.invalidArgument, "signature: \(error.message)")
             }
             let result = signatureMatcher.withLock { $0.match(signature) }
-            counters.add(result)
-            return Earshot_V1_MatchResult(result, catalog: catalogName, streamTime: signature.duration)
+            return feed.record(result, from: .signature, streamTime: signature.duration)
         }
         server.register(Methods.Recognizer.cancel, role: .operator) { [session] _, _ throws(RpcError) in
             session.cancel()
@@ -52,28 +47,13 @@ final class RecognizerService: Sendable {
         }
     }
 
-    /// One result, or DEADLINE_EXCEEDED / CANCELLED when the call ends first (the session's
-    /// attempt goes on and answers nobody).
+    /// One result, or DEADLINE_EXCEEDED / CANCELLED when the call ends first: the transport
+    /// cancels this handler's task at a deadline, a CANCEL or a lost peer, which withdraws the
+    /// session request.
     private func match(_ call: RpcCall) async throws(RpcError) -> Earshot_V1_MatchResult {
-        let session = self.session
-        // Whichever ends first: the session's answer, or the call (the transport cancels this
-        // handler's task at a deadline, a CANCEL or a lost peer). The session's attempt cannot be
-        // interrupted; if the call ends first it answers nobody.
-        let answer = OneShot<MatchResult?>()
-        Task { answer.deliver(await session.result()) }
-        let outcome = await withTaskCancellationHandler {
-            await answer.value()
-        } onCancel: {
-            answer.deliver(nil)
-        }
-        guard let outcome else {
-            throw call.cancellationReason() ?? RpcError(.cancelled, "the call was cancelled")
-        }
-        counters.add(outcome)
-        let heard = session.status.heard
-        let reply = Earshot_V1_MatchResult(outcome, catalog: catalogName, streamTime: heard)
-        events.publishMatch(reply)
-        return reply
+        let outcome = await session.result()
+        if Task.isCancelled { throw call.cancellationReason() ?? RpcError(.cancelled, "the call was cancelled") }
+        return feed.record(outcome, from: .request, streamTime: session.status.heard)
     }
 
     private func stream(_ request: Earshot_V1_StreamMatchesRequest, _ call: RpcCall,
@@ -81,9 +61,9 @@ final class RecognizerService: Sendable {
         // Iterating ends when the transport cancels this handler's task (the call ended), which
         // also ends the session's `results` for this stream.
         for await r in session.results() {
-            counters.add(r.result)
+            let message = feed.record(r.result, from: .stream, streamTime: r.streamTime, isRepeat: r.isRepeat)
             if r.isRepeat, !request.includeRepeats { continue }
-            try writer.send(Earshot_V1_MatchResult(r.result, catalog: catalogName, repeat: r.isRepeat, streamTime: r.streamTime))
+            try writer.send(message)
         }
         if let reason = call.cancellationReason() { throw reason }
     }

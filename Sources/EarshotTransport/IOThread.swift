@@ -1,4 +1,5 @@
 import CZMQ
+import EarshotSync
 
 #if canImport(Glibc)
     import Glibc

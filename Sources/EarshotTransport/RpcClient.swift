@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotWire
 import Foundation
 import SwiftProtobuf

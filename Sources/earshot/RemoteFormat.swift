@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotWire
 import Foundation
 import SwiftProtobuf
@@ -52,7 +53,7 @@ enum RemoteFormat {
         guard snapshot.hasCurrentMatch else { return nil }
         let m = snapshot.currentMatch
         let elapsed = now.timeIntervalSince1970 - Double(snapshot.takenAtUnixMs) / 1000
-        return m.predictedCurrentMatchOffset + max(0, elapsed) * (1 + m.timeSkew)
+        return MatchedMediaItem.offset(m.predictedCurrentMatchOffset, timeSkew: m.timeSkew, after: max(0, elapsed))
     }
 
     static func snapshot(_ s: Earshot_V1_SessionSnapshot, now: Date = Date()) -> [String] {

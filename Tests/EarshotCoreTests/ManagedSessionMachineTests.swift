@@ -30,6 +30,24 @@ struct ManagedSessionMachineTests {
         #expect(m.state == .idle && !m.capturing)
     }
 
+    @Test func withdrawingTheLastRequestEndsMatching() {
+        var m = Machine(configuration: config)
+        _ = m.requestResult(window: 0, streamTime: 0)
+        _ = m.requestResult(window: 0, streamTime: 0)
+        #expect(names(m.withdrawRequest()).isEmpty, "another request still waits")
+        #expect(m.state == .matching && m.waitingRequests == 1)
+        #expect(names(m.withdrawRequest()) == ["stopCapture"])
+        #expect(m.state == .idle && !m.capturing)
+        #expect(names(m.withdrawRequest()).isEmpty, "nothing left to withdraw")
+
+        // A prepared session that stays prepared goes back to prerecording, still capturing.
+        var p = Machine(configuration: .init(minimumWindow: 3, maximumWindow: 12, attemptInterval: 1, staysPrepared: true))
+        _ = p.prepare()
+        _ = p.requestResult(window: 1, streamTime: 1)
+        #expect(names(p.withdrawRequest()).isEmpty)
+        #expect(p.state == .prerecording && p.capturing)
+    }
+
     @Test func prepareWhileMatchingIsIgnored() {
         var m = Machine(configuration: config)
         _ = m.requestResult(window: 0, streamTime: 0)

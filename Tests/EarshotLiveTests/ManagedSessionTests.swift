@@ -54,6 +54,37 @@ struct ManagedSessionTests {
         #expect(result.mediaItems.first?.mediaItem.id == "ref0")
     }
 
+    /// Cancelling the task that waits in `result()` ends the wait at once; the session, which
+    /// nobody else uses, stops listening.
+    @Test func cancellingTheWaitingTaskWithdrawsTheRequest() async throws {
+        // Real-time audio that is not in the catalog: the request would wait 12 s for a full window.
+        let audio = SyntheticMusic.make(seed: 4243, duration: 30)
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio, speed: 1) }
+        defer { session.shutdown() }
+        let waiting = Task { await session.result() }
+        try await waitFor(session) { $0.state == .matching && $0.heard > 0.5 }
+        let started = ContinuousClock.now
+        waiting.cancel()
+        guard case .error(let error) = await waiting.value else {
+            Issue.record("a cancelled request was answered with a result")
+            return
+        }
+        #expect(error.message.contains("cancelled"))
+        #expect(ContinuousClock.now - started < .seconds(2), "the wait did not end at once")
+        try await waitFor(session) { $0.state == .idle }
+
+        // A task cancelled before it asks gets the same answer without touching the session.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await session.result()
+        }
+        guard case .error = await early.value else {
+            Issue.record("an already-cancelled request was answered with a result")
+            return
+        }
+        #expect(session.state == .idle)
+    }
+
     @Test func audioNotInTheCatalogGivesNoMatchOnceTheWindowIsFull() async throws {
         let audio = SyntheticMusic.make(seed: 4242, duration: 14)
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }

@@ -26,6 +26,18 @@ public struct MatchedMediaItem: Sendable, Equatable {
         self.confidence = confidence
         self.referenceIndex = referenceIndex
     }
+
+    /// Where this item's audio is `elapsed` seconds (of stream or of clock) after the moment
+    /// `predictedCurrentMatchOffset` refers to.
+    public func predictedOffset(after elapsed: Double) -> Double {
+        Self.offset(predictedCurrentMatchOffset, timeSkew: timeSkew, after: elapsed)
+    }
+
+    /// The one offset prediction of Earshot, for core items and wire messages alike: the
+    /// reference advances at the measured speed, `1 + timeSkew` reference seconds per second.
+    public static func offset(_ offset: Double, timeSkew: Double, after elapsed: Double) -> Double {
+        offset + elapsed * (1 + timeSkew)
+    }
 }
 
 /// The outcome of one match attempt (`SHSession.Result`).

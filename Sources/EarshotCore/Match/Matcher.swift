@@ -84,7 +84,7 @@ public final class Matcher {
         var results: [MatchedMediaItem] = []
         for c in referenceCandidates(signature) {
             let items = catalog.mediaItems(ofReference: c.referenceIndex)
-            let current = c.offset + signature.duration * c.timeScale
+            let current = MatchedMediaItem.offset(c.offset, timeSkew: c.timeScale - 1, after: signature.duration)
             // Time-ranged items follow the current position, as a second screen shows what is on now.
             guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,
                                                            basicItemID: "reference-\(c.referenceIndex)")

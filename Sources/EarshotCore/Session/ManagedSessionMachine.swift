@@ -99,6 +99,15 @@ public struct ManagedSessionMachine: Sendable {
         return beginMatching(window: window, streamTime: streamTime)
     }
 
+    /// A waiting `result()` call was withdrawn (its caller stopped waiting): when no one else
+    /// waits or streams, matching ends as if it had been answered.
+    public mutating func withdrawRequest() -> [Effect] {
+        guard waitingRequests > 0 else { return [] }
+        waitingRequests -= 1
+        guard waitingRequests == 0, !streaming, state == .matching else { return [] }
+        return endMatching()
+    }
+
     /// The `results` sequence starts.
     public mutating func startResults(window: Double, streamTime: Double) -> [Effect] {
         streaming = true

@@ -81,6 +81,6 @@ public struct MatchTracker: Sendable {
     /// Where `item` (matched with its window ending at `from`) is at stream time `to`: the
     /// reference advances by the measured speed.
     public static func predictedOffset(of item: MatchedMediaItem, from: Double, to: Double) -> Double {
-        item.predictedCurrentMatchOffset + (to - from) * (1 + item.timeSkew)
+        item.predictedOffset(after: to - from)
     }
 }

@@ -1,0 +1,48 @@
+import Foundation
+
+/// Checks that buffers stamped with audio-clock times follow one another: a gap or an overlap
+/// means the audio on either side does not line up with any reference.
+///
+/// The expected time of the next buffer moves on by every buffer's length, stamped or not; an
+/// unstamped buffer is taken to follow on. The tolerance is a millisecond, or one sample at
+/// rates below 1 kHz.
+public struct AudioContinuity: Sendable {
+    /// A break in the stream: `seconds` of gap (positive) or overlap (negative) before the
+    /// buffer stamped `time`.
+    public struct Break: Sendable, Equatable {
+        public let seconds: Double
+        public let time: Double
+
+        /// "gap of 0.500 s before the buffer at 1.500 s".
+        public var description: String {
+            String(format: "%@ of %.3f s before the buffer at %.3f s", seconds > 0 ? "gap" : "overlap", abs(seconds), time)
+        }
+    }
+
+    /// When the next buffer should start; nil until a stamped buffer arrives.
+    public private(set) var expectedTime: Double?
+
+    public init() {}
+
+    /// Takes a buffer of `frames` frames at `rate` Hz stamped `time` (nil: it follows on).
+    /// Returns the break before it, if any; the stream then continues from this buffer.
+    public mutating func take(time: Double?, frames: Int, rate: Double) -> Break? {
+        let length = Double(frames) / rate
+        guard let time else {
+            if let expected = expectedTime { expectedTime = expected + length }
+            return nil
+        }
+        var found: Break?
+        if let expected = expectedTime {
+            let error = time - expected
+            if abs(error) > max(0.001, 1 / rate) { found = Break(seconds: error, time: time) }
+        }
+        expectedTime = time + length
+        return found
+    }
+
+    /// Forgets the stream: the next stamped buffer starts it again.
+    public mutating func reset() {
+        expectedTime = nil
+    }
+}
