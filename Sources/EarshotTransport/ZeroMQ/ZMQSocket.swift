@@ -7,14 +7,21 @@ import CZMQ
 /// caller's thread, then hands it to the loop thread through the loop's locked queue (the
 /// barrier) and touches it nowhere else; hence `@unchecked Sendable`.
 final class ZMQSocket: @unchecked Sendable {
-    enum Kind: Int32, CustomStringConvertible {
-        case pair = 0 // ZMQ_PAIR
-        case pub = 1 // ZMQ_PUB
-        case sub = 2 // ZMQ_SUB
-        case rep = 4 // ZMQ_REP
-        case dealer = 5 // ZMQ_DEALER
-        case router = 6 // ZMQ_ROUTER
-        case xpub = 9 // ZMQ_XPUB
+    enum Kind: CustomStringConvertible {
+        case pair, pub, sub, rep, dealer, router, xpub
+
+        /// libzmq's constant for the kind.
+        var zmqType: Int32 {
+            switch self {
+            case .pair: ZMQ_PAIR
+            case .pub: ZMQ_PUB
+            case .sub: ZMQ_SUB
+            case .rep: ZMQ_REP
+            case .dealer: ZMQ_DEALER
+            case .router: ZMQ_ROUTER
+            case .xpub: ZMQ_XPUB
+            }
+        }
 
         var description: String {
             switch self {
@@ -38,7 +45,7 @@ final class ZMQSocket: @unchecked Sendable {
 
     init(_ kind: Kind) throws(TransportError) {
         let context = try ZMQContext.shared()
-        guard let handle = zmq_socket(context.handle, kind.rawValue) else {
+        guard let handle = zmq_socket(context.handle, kind.zmqType) else {
             throw .last("create a \(kind) socket")
         }
         self.kind = kind
