@@ -27,4 +27,168 @@ struct SourceRulesTests {
         }
         #expect(offenders.isEmpty, "use Locked instead of Mutex at \(offenders.joined(separator: ", "))")
     }
+
+    /// The target graph is what docs/ARCHITECTURE.md says: its table lists, per target, the
+    /// package targets and products it uses (exactly Package.swift's dependencies) and the
+    /// system modules it may also import; every `import` in the target's sources is one of them.
+    @Test func importsFollowTheArchitecture() throws {
+        let root = ConfigurationTests.packageRoot
+        let rules = try ArchitectureRules.table(in: String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
+        let declared = try PackageTargets.dependencies(in: String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
+        #expect(rules.count >= 10, "the table was not found in docs/ARCHITECTURE.md")
+
+        // Package.swift and the table agree, target by target.
+        let listed = Set(rules.keys), built = Set(declared.keys)
+        #expect(built.subtracting(listed).isEmpty, "targets missing from docs/ARCHITECTURE.md: \(built.subtracting(listed).sorted())")
+        #expect(listed.subtracting(built).isEmpty, "targets in docs/ARCHITECTURE.md that Package.swift does not declare: \(listed.subtracting(built).sorted())")
+        for (target, uses) in declared {
+            guard let rule = rules[target] else { continue }
+            #expect(rule.uses == uses, "\(target): Package.swift uses \(uses.sorted()), docs/ARCHITECTURE.md says \(rule.uses.sorted())")
+        }
+
+        // Every import of every file is allowed for its target.
+        var offenders: [String] = []
+        for (target, rule) in rules {
+            let allowed = rule.uses.union(rule.alsoImports)
+                .union(rule.alsoImports.contains("Foundation") ? ["FoundationEssentials"] : [])
+            for (path, line, module) in try ArchitectureRules.imports(under: root.appendingPathComponent("Sources/\(target)"), root: root)
+            where !allowed.contains(module) {
+                offenders.append("\(path):\(line) imports \(module)")
+            }
+        }
+        #expect(offenders.isEmpty, "imports outside docs/ARCHITECTURE.md's table: \(offenders.joined(separator: "; "))")
+    }
+
+    /// The recognition core does no I/O: no file, process or thread API appears in its code.
+    @Test func theCoreTouchesNoFiles() throws {
+        let root = ConfigurationTests.packageRoot
+        let forbidden = ["FileManager", "FileHandle", "contentsOfFile", "Data(contentsOf", "String(contentsOf", "fileURLWithPath", "fopen(", " open(",
+                         "mmap(", "Thread(", "DispatchQueue", "ProcessInfo", "getenv("]
+        var offenders: [String] = []
+        let base = root.appendingPathComponent("Sources/EarshotCore")
+        for file in try ArchitectureRules.swiftFiles(under: base) {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                for word in forbidden where code.contains(word) {
+                    offenders.append("\(file.lastPathComponent):\(number + 1) uses \(word)")
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "EarshotCore must not do I/O: \(offenders.joined(separator: "; "))")
+    }
+}
+
+/// Reads docs/ARCHITECTURE.md's import table and the imports of a target's sources.
+enum ArchitectureRules {
+    struct Rule {
+        var uses: Set<String>
+        var alsoImports: Set<String>
+    }
+
+    /// Rows `| target | uses | also imports |` of the table after the "import rules" comment.
+    static func table(in markdown: String) throws -> [String: Rule] {
+        guard let start = markdown.range(of: "<!-- import rules") else { return [:] }
+        var rules: [String: Rule] = [:]
+        var inTable = false
+        for line in markdown[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("|") {
+                inTable = true
+                let cells = trimmed.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
+                guard cells.count == 3, cells[0] != "target", !cells[0].hasPrefix("---") else { continue }
+                func names(_ cell: String) -> Set<String> {
+                    Set(cell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0 != "—" })
+                }
+                rules[cells[0]] = Rule(uses: names(cells[1]), alsoImports: names(cells[2]))
+            } else if inTable {
+                break
+            }
+        }
+        return rules
+    }
+
+    static func swiftFiles(under folder: URL) throws -> [URL] {
+        guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return [] }
+        return files.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+    }
+
+    /// (path, line, module) of every import under `folder`, conditional ones included.
+    static func imports(under folder: URL, root: URL) throws -> [(String, Int, String)] {
+        var found: [(String, Int, String)] = []
+        for file in try swiftFiles(under: folder) {
+            let path = file.path.replacingOccurrences(of: root.path + "/", with: "")
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                var words = line.split(separator: " ").map(String.init)
+                while let first = words.first, first.hasPrefix("@") || first == "public" || first == "internal" { words.removeFirst() }
+                guard words.count >= 2, words[0] == "import" else { continue }
+                var module = words[1]
+                if ["struct", "class", "enum", "func", "var", "typealias", "protocol"].contains(module), words.count >= 3 {
+                    module = words[2]
+                }
+                found.append((path, number + 1, String(module.split(separator: ".").first ?? "")))
+            }
+        }
+        return found
+    }
+}
+
+/// Reads the non-test targets of Package.swift and the targets and products each depends on.
+enum PackageTargets {
+    static func dependencies(in manifest: String) throws -> [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        let text = manifest
+        for opener in [".target(", ".executableTarget("] {
+            var search = text.startIndex
+            while let found = text.range(of: opener, range: search..<text.endIndex) {
+                // The call's text, up to its balanced closing parenthesis.
+                var depth = 0
+                var end = found.lowerBound
+                var index = text.index(before: found.upperBound)
+                while index < text.endIndex {
+                    if text[index] == "(" { depth += 1 }
+                    if text[index] == ")" { depth -= 1; if depth == 0 { end = index; break } }
+                    index = text.index(after: index)
+                }
+                let call = String(text[found.upperBound..<end])
+                search = end
+                guard let name = firstQuoted(after: "name:", in: call), !call.contains("path: \"benchmarks"),
+                      !call.contains("path: \"fuzz"), !call.contains("path: \"fuzz/") else { continue }
+                var uses = Set<String>()
+                if let deps = call.range(of: "dependencies: [") {
+                    var level = 1
+                    var i = deps.upperBound
+                    while i < call.endIndex, level > 0 {
+                        if call[i] == "[" { level += 1 }
+                        if call[i] == "]" { level -= 1 }
+                        i = call.index(after: i)
+                    }
+                    let list = String(call[deps.upperBound..<call.index(before: i)])
+                    // Plain "Name" entries, and products: .product(name: "Name", package: …).
+                    var rest = Substring(list)
+                    while let q = rest.firstIndex(of: "\"") {
+                        let after = rest.index(after: q)
+                        guard let close = rest[after...].firstIndex(of: "\"") else { break }
+                        let word = String(rest[after..<close])
+                        let before = rest[..<q]
+                        if !before.hasSuffix("package: ") { uses.insert(word) }
+                        rest = rest[rest.index(after: close)...]
+                    }
+                }
+                result[name] = uses
+            }
+        }
+        // Harnesses declared in a loop (fuzzing) name no literal target here.
+        result = result.filter { !$0.key.hasPrefix("fuzz") && $0.key != "FuzzSupport" }
+        return result
+    }
+
+    private static func firstQuoted(after label: String, in text: String) -> String? {
+        guard let l = text.range(of: label), let open = text[l.upperBound...].firstIndex(of: "\"") else { return nil }
+        let after = text.index(after: open)
+        guard let close = text[after...].firstIndex(of: "\"") else { return nil }
+        return String(text[after..<close])
+    }
 }
