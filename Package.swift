@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
         .library(name: "EarshotTransport", targets: ["EarshotTransport"]),
+        .library(name: "EarshotClient", targets: ["EarshotClient"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     dependencies: [
@@ -57,6 +58,10 @@ let package = Package(
             dependencies: ["CZMQ", "EarshotCore", "EarshotSync", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
+        // Client side of the protocol: following the daemon's state from snapshots and events
+        // (the late-joiner recipe of docs/PROTOCOL.md) as a pure state machine.
+        .target(name: "EarshotClient", dependencies: ["EarshotWire"]),
+
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
@@ -74,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport",
+                "EarshotCore", "EarshotAudio", "EarshotLive", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -92,6 +97,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
+        .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(
             name: "EarshotTransportTests",
