@@ -70,7 +70,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "earshotd",
-            dependencies: ["EarshotService", "EarshotCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["EarshotService", "EarshotCore", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // Synthetic audio and helpers shared by tests and benchmarks.
