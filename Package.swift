@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
         .library(name: "EarshotTestSupport", targets: ["EarshotTestSupport"]),
         .library(name: "EarshotTransport", targets: ["EarshotTransport"]),
+        .library(name: "EarshotClient", targets: ["EarshotClient"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     dependencies: [
@@ -72,6 +73,10 @@ let package = Package(
             dependencies: ["CZMQ", "EarshotSync", "EarshotSystem", "EarshotWire", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
+        // Client side of the protocol: following the daemon's state from snapshots and events
+        // (the late-joiner recipe of docs/PROTOCOL.md) as a pure state machine.
+        .target(name: "EarshotClient", dependencies: ["EarshotWire"]),
+
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
@@ -80,7 +85,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "earshotd",
-            dependencies: ["EarshotService", "EarshotCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["EarshotService", "EarshotCore", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // Synthetic audio and helpers shared by tests and benchmarks.
@@ -89,8 +95,8 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire",
-                "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotLive", "EarshotStore", "EarshotSync",
+                "EarshotSystem", "EarshotWire", "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
@@ -108,6 +114,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
+        .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
         .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(
             name: "EarshotTransportTests",

@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotSync
 import EarshotTransport
 import EarshotWire
@@ -115,8 +116,4 @@ final class HealthService: Sendable {
             return reply
         }
     }
-}
-
-public enum EarshotVersion {
-    public static let string = "0.3.0"
 }

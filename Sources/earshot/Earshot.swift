@@ -36,7 +36,7 @@ struct Earshot: ParsableCommand {
             Errors are one line on standard error: `earshot: <file>: <problem>`. A command that \
             fails never leaves a half-written or modified output file behind.
             """,
-        version: "0.1.0",
+        version: EarshotVersion.string,
         subcommands: [SignatureCommand.self, CatalogCommand.self, MatchCommand.self, ListenCommand.self, DevicesCommand.self,
                       RemoteCommand.self, KeygenCommand.self]
     )

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import EarshotClient
 import EarshotSync
 import EarshotTransport
 import EarshotWire
@@ -9,7 +10,8 @@ import Foundation
 ///
 /// It follows the late-joiner recipe of docs/PROTOCOL.md: subscribe first, then take a snapshot,
 /// drop events at or below the snapshot's sequence numbers, and take a new snapshot on a gap, an
-/// epoch change (the daemon restarted) or when heartbeats stop.
+/// epoch change (the daemon restarted) or when heartbeats stop. The rules are EarshotClient's
+/// `SessionFollower`; this file wires it to the sockets and draws it.
 struct RemoteWatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
@@ -46,8 +48,7 @@ struct RemoteWatchCommand: ParsableCommand {
         let subscriber: EventSubscriber
         let security = try remote.security()
         do {
-            subscriber = try EventSubscriber(endpoint: endpoint, topics: [Topics.session, Topics.match, Topics.health, Topics.heartbeat],
-                                             security: security)
+            subscriber = try EventSubscriber(endpoint: endpoint, topics: board.subscriptions, security: security)
         } catch {
             throw CLIFailure("\(endpoint): \(error)", status: .usage)
         }
@@ -96,98 +97,51 @@ private func runBlockingOptional<T: Sendable>(_ body: @escaping @Sendable () asy
     return box.value.withLock { $0 }
 }
 
-/// The dashboard's state: a snapshot kept current by events.
+/// The dashboard: a ``SessionFollower`` (the late-joiner rules, in EarshotClient) fed by the
+/// command's loop, and its drawing on the terminal.
 final class Dashboard: Sendable {
-    enum Applied { case applied, dropped, needsSnapshot }
-
-    private struct State {
-        var snapshot: Earshot_V1_SessionSnapshot?
-        var heads: [String: UInt64] = [:]
-        var lastHeartbeat = Date()
-        var lastResync = Date.distantPast
+    private struct Screen {
         var drawnLines = 0
         var lastText = ""
-        /// Why the daemon does not serve (its health message), nil while it serves.
-        var notServing: String?
     }
-    private let state = Locked(State())
+    private let follower = Locked(SessionFollower())
+    private let screen = Locked(Screen())
     private let inPlace: Bool
 
     init(inPlace: Bool) {
         self.inPlace = inPlace
     }
 
+    /// The topics to subscribe to.
+    var subscriptions: [String] { follower.withLock { $0.subscriptions } }
+
     /// No heartbeat for 3 s: the daemon or the network may be gone (rate-limited to one try a second).
-    var heartbeatOverdue: Bool {
-        state.withLock { s in
-            guard Date().timeIntervalSince(s.lastHeartbeat) > 3, Date().timeIntervalSince(s.lastResync) > 1 else { return false }
-            s.lastResync = Date()
-            return true
-        }
-    }
+    var heartbeatOverdue: Bool { follower.withLock { $0.heartbeatOverdue() } }
 
     func resync(_ client: RpcClient, _ remote: RemoteOptions) async throws {
         let snapshot: Earshot_V1_SessionSnapshot
         do throws(RpcError) { snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()) } catch {
             if error.code == .deadlineExceeded || error.code == .unavailable {
-                state.withLock { $0.snapshot = nil }
+                follower.withLock { $0.forget() }
                 return  // shown as "no answer"; the next overdue heartbeat retries
             }
             throw remote.failure(error)
         }
-        state.withLock { s in
-            s.snapshot = snapshot
-            s.heads = snapshot.topicSeq
-            s.lastHeartbeat = Date()
-            s.lastResync = Date()
-        }
+        follower.withLock { $0.reset(with: snapshot) }
     }
 
-    func apply(_ event: Earshot_V1_EventEnvelope) -> Applied {
-        state.withLock { s in
-            guard var snapshot = s.snapshot else { return .dropped }
-            if event.epoch != snapshot.epoch { return .needsSnapshot }
-            if case .heartbeat(let hb) = event.body {
-                s.lastHeartbeat = Date()
-                // A topic that moved on without us means lost events.
-                for (topic, head) in hb.heads where topic != Topics.heartbeat && head > s.heads[topic, default: 0] {
-                    return .needsSnapshot
-                }
-                return .applied
-            }
-            let known = s.heads[event.topic, default: 0]
-            if event.seq <= known { return .dropped }
-            if event.seq > known + 1 { return .needsSnapshot }
-            s.heads[event.topic] = event.seq
-            switch event.body {
-            case .session(let new):
-                snapshot = new
-            case .match(let result):
-                if result.outcome == .match, let top = result.items.first {
-                    snapshot.currentMatch = top
-                    snapshot.takenAtUnixMs = result.madeAtUnixMs
-                } else if result.outcome == .noMatch {
-                    snapshot.clearCurrentMatch()
-                }
-            case .health(let h):
-                // A daemon that gives no message (an older one) went NOT_SERVING only to stop.
-                s.notServing = h.status == .serving ? nil : (h.message.isEmpty ? "shutting down" : h.message)
-            default:
-                break
-            }
-            s.snapshot = snapshot
-            return .applied
-        }
+    func apply(_ event: Earshot_V1_EventEnvelope) -> EventOutcome {
+        follower.withLock { $0.apply(event) }
     }
 
     func render(final: Bool = false) {
-        let text = state.withLock { s -> String in
-            guard let snapshot = s.snapshot else { return "waiting for the daemon…" }
+        let text = follower.withLock { f -> String in
+            guard let snapshot = f.snapshot else { return "waiting for the daemon…" }
             var lines = RemoteFormat.snapshot(snapshot)
-            if let reason = s.notServing { lines.insert("daemon: not serving (\(reason))", at: 0) }
+            if let reason = f.notServing { lines.insert("daemon: not serving (\(reason))", at: 0) }
             return lines.joined(separator: "\n")
         }
-        state.withLock { s in
+        screen.withLock { s in
             if inPlace && !final {
                 var out = ""
                 if s.drawnLines > 0 { out += "\u{1B}[\(s.drawnLines)F\u{1B}[J" }

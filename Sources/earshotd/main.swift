@@ -1,3 +1,4 @@
+import ArgumentParser
 import Dispatch
 import EarshotCore
 import EarshotService
@@ -7,23 +8,6 @@ import Logging
 // earshotd: reads its configuration, starts the daemon, stops it gracefully on SIGTERM/SIGINT.
 // Everything it does is in EarshotService; this file only parses arguments and wires signals.
 
-let usage = """
-    usage: earshotd [--config FILE] [--section.key=value ...]
-
-    The Earshot recognition daemon: listens to an ALSA device (or plays a file in real time),
-    keeps a prerecording window fingerprinted, answers RPC over ZeroMQ and publishes events.
-
-      --config FILE        configuration (TOML); default /etc/earshot/earshotd.toml when it
-                           exists, else built-in defaults. deploy/earshotd.toml lists every key.
-      --section.key=VALUE  override one key, e.g. --audio.device=plughw:1,0
-                           --rpc.listen='["tcp://0.0.0.0:7400"]' --session.follow=false
-      --check-config       print the effective configuration and exit
-      --help, --version
-
-    Exit status: 0 after a clean stop, 2 for a bad command line or configuration, 1 when the
-    daemon cannot start (no usable catalog, a port in use…). Logs go to standard output.
-    """
-
 // Before anything else (no thread exists yet): SIGTERM, SIGINT and SIGHUP are blocked in every
 // thread and taken by one that waits for them, so a signal is never fatal or lost, and a stop
 // sent at any point of start-up is honoured at once (see DaemonSignals).
@@ -32,58 +16,86 @@ signal(SIGPIPE, SIG_IGN)
 let signals = DaemonSignals()
 signals.takeSignals()
 
+/// earshotd's command line. Parsing only: the daemon is started below.
+struct EarshotdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "earshotd",
+        abstract: "The Earshot recognition daemon.",
+        usage: "earshotd [--config FILE] [--section.key=value ...] [--check-config]",
+        discussion: """
+            Listens to an ALSA device (or plays a file in real time), keeps a prerecording window \
+            fingerprinted, answers RPC over ZeroMQ and publishes events. Runs until SIGTERM or \
+            SIGINT; SIGHUP re-reads the allow-list. Logs go to standard output.
+
+            Configuration: the TOML file given with --config, else \(DaemonConfiguration.defaultPath) \
+            when it exists, else the built-in defaults. deploy/earshotd.toml lists every key, \
+            commented, with its default. Any key can also be set on the command line as \
+            --section.key=value, which wins over the file; the value is read as TOML when it \
+            parses, else as plain text:
+
+              earshotd --config /etc/earshot/earshotd.toml --audio.device=plughw:1,0
+              earshotd --rpc.listen='["tcp://0.0.0.0:7400"]' --session.follow=false
+              earshotd --audio.source=file --audio.file=tv.wav --daemon.log_level=debug
+              earshotd --config my.toml --session.catalog=show --check-config
+
+            Exit status:
+              0  a clean stop (SIGTERM or SIGINT), or --check-config, --help, --version
+              1  the daemon cannot start (no usable catalog, a port in use…)
+              2  a bad command line or configuration
+            """,
+        version: "earshotd \(EarshotVersion.string)")
+
+    @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("The configuration (TOML); default \(DaemonConfiguration.defaultPath) when it exists.",
+                               valueName: "file"))
+    var config: String?
+
+    @Flag(name: .customLong("check-config"), help: "Print the effective configuration and exit.")
+    var checkConfig = false
+
+    @Argument(parsing: .allUnrecognized,
+              help: ArgumentHelp("Override one key of the configuration, e.g. --audio.device=plughw:1,0.",
+                                 valueName: "--section.key=value"))
+    var settings: [String] = []
+
+    /// The `--section.key=value` overrides, in order (`validate` made sure every setting is one).
+    var overrides: [(key: String, value: TOMLSubset.Value)] {
+        settings.compactMap { DaemonConfiguration.override(fromArgument: $0) }
+    }
+
+    func validate() throws {
+        if let bad = settings.first(where: { DaemonConfiguration.override(fromArgument: $0) == nil }) {
+            throw ValidationError("unknown argument \(bad) (a setting is --section.key=value, e.g. --audio.device=plughw:1,0)")
+        }
+    }
+}
+
 func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data("earshotd: \(message)\n".utf8))
     exit(status)
 }
 
-var configPath: String?
-var overrides: [(key: String, value: TOMLSubset.Value)] = []
-var checkOnly = false
-var arguments = CommandLine.arguments.dropFirst()[...]
-while let arg = arguments.popFirst() {
-    switch arg {
-    case "--help", "-h":
-        print(usage)
+let command: EarshotdCommand
+do {
+    command = try EarshotdCommand.parse()
+} catch {
+    if EarshotdCommand.exitCode(for: error) == .success {
+        print(EarshotdCommand.fullMessage(for: error))  // --help, --version
         exit(0)
-    case "--version":
-        print("earshotd \(EarshotVersion.string)")
-        exit(0)
-    case "--check-config":
-        checkOnly = true
-    case "--config":
-        guard let p = arguments.popFirst() else { fail("--config needs a file", status: 2) }
-        configPath = p
-    default:
-        if arg.hasPrefix("--config=") {
-            configPath = String(arg.dropFirst("--config=".count))
-        } else if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "="), arg[arg.index(arg.startIndex, offsetBy: 2)..<eq].contains(".") {
-            let key = String(arg[arg.index(arg.startIndex, offsetBy: 2)..<eq])
-            overrides.append((key, TOMLSubset.parseValue(String(arg[arg.index(after: eq)...]))))
-        } else {
-            fail("unknown argument \(arg)\n\n\(usage)", status: 2)
-        }
     }
+    var text = EarshotdCommand.fullMessage(for: error)
+    if text.hasPrefix("Error: ") { text = String(text.dropFirst("Error: ".count)) }
+    fail(text, status: 2)
 }
 
-let defaultPath = "/etc/earshot/earshotd.toml"
-var text = ""
-var origin = "built-in defaults"
-if let configPath {
-    guard let t = try? String(contentsOfFile: configPath, encoding: .utf8) else {
-        fail("\(configPath): cannot read the configuration file", status: 2)
-    }
-    (text, origin) = (t, configPath)
-} else if let t = try? String(contentsOfFile: defaultPath, encoding: .utf8) {
-    (text, origin) = (t, defaultPath)
-}
 let configuration: DaemonConfiguration
-do {
-    configuration = try DaemonConfiguration.load(text: text, origin: origin, overrides: overrides)
+let origin: String
+do throws(DaemonConfiguration.Problem) {
+    (configuration, origin) = try DaemonConfiguration.load(path: command.config, overrides: command.overrides)
 } catch {
     fail(error.message, status: 2)
 }
-if checkOnly {
+if command.checkConfig {
     print(configuration.rendered(origin: origin))
     exit(0)
 }

@@ -41,6 +41,63 @@ struct ConfigurationTests {
         #expect(c.rpcListen == ["tcp://127.0.0.1:9000"])
     }
 
+    /// earshotd's `--section.key=value` arguments: TOML values when they parse, raw text otherwise.
+    @Test func commandLineOverrides() throws {
+        func parsed(_ argument: String) -> TOMLSubset.Value? { DaemonConfiguration.override(fromArgument: argument)?.value }
+        let device = try #require(DaemonConfiguration.override(fromArgument: "--audio.device=plughw:1,0"))
+        #expect(device.key == "audio.device")
+        #expect(parsed("--audio.device=plughw:1,0") == .string("plughw:1,0"))
+        #expect(parsed("--session.follow=false") == .boolean(false))
+        #expect(parsed("--audio.sample_rate=48000") == .integer(48000))
+        #expect(parsed("--audio.buffer_seconds=2.5") == .float(2.5))
+        #expect(parsed("--rpc.listen=[\"tcp://0.0.0.0:7400\"]") == .array([.string("tcp://0.0.0.0:7400")]))
+        #expect(parsed("--audio.file=/tmp/a b=c.wav") == .string("/tmp/a b=c.wav"), "the first '=' ends the key")
+        #expect(parsed("--audio.device=\"hw:0\"") == .string("hw:0"), "a quoted TOML string loses its quotes")
+        #expect(parsed("--audio.device=") == .string(""))
+        #expect(DaemonConfiguration.override(fromArgument: "--audio.file=a=b")?.key == "audio.file")
+        // Not overrides: no "--", no "=", no section.
+        for argument in ["audio.device=x", "-audio.device=x", "--audio.device", "--device=x", "--config", "--check-config", "x"] {
+            #expect(DaemonConfiguration.override(fromArgument: argument) == nil, "\(argument)")
+        }
+        let c = try DaemonConfiguration.load(text: "", origin: "none",
+                                             overrides: ["--audio.device=plughw:1,0", "--rpc.max_in_flight=9"].compactMap(DaemonConfiguration.override))
+        #expect(c.device == "plughw:1,0")
+        #expect(c.maximumInFlight == 9)
+    }
+
+    /// `--config FILE`, else the default file when it exists, else the built-in defaults.
+    @Test func whereTheConfigurationComesFrom() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("given.toml").path
+        let fallback = directory.appendingPathComponent("default.toml").path
+        let missing = directory.appendingPathComponent("missing.toml").path
+        try "[audio]\ndevice = \"hw:1,0\"\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "[audio]\ndevice = \"hw:2,0\"\n".write(toFile: fallback, atomically: true, encoding: .utf8)
+
+        let given = try DaemonConfiguration.load(path: file, defaultPath: fallback, overrides: [])
+        #expect(given.origin == file)
+        #expect(given.configuration.device == "hw:1,0")
+
+        let byDefault = try DaemonConfiguration.load(path: nil, defaultPath: fallback, overrides: [("session.follow", .boolean(false))])
+        #expect(byDefault.origin == fallback)
+        #expect(byDefault.configuration.device == "hw:2,0")
+        #expect(byDefault.configuration.follow == false)
+
+        let builtIn = try DaemonConfiguration.load(path: nil, defaultPath: missing, overrides: [])
+        #expect(builtIn.origin == "built-in defaults")
+        #expect(builtIn.configuration == DaemonConfiguration())
+
+        do {
+            _ = try DaemonConfiguration.load(path: missing, defaultPath: fallback, overrides: [])
+            Issue.record("a missing --config file was accepted")
+        } catch {
+            #expect(error.message == "\(missing): cannot read the configuration file")
+        }
+        #expect(DaemonConfiguration.defaultPath == "/etc/earshot/earshotd.toml")
+    }
+
     @Test(arguments: [
         ("[audio]\ndevise = \"x\"\n", "f.toml: unknown setting audio.devise; [audio] has source, device"),
         ("[audio]\nsample_rate = \"fast\"\n", "f.toml: audio.sample_rate must be a whole number"),

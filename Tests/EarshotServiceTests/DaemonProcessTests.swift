@@ -212,6 +212,60 @@ struct DaemonProcessTests {
         #expect(text.contains("audio.sample_rate must be a whole number"))
     }
 
+    /// Runs earshotd to its exit (for command lines that never start the daemon).
+    private func earshotd(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try DaemonHarness.executable())
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func aBadCommandLineExitsWithTwoAndNamesTheArgument() throws {
+        for argument in ["--audio_device=x", "--audio.device", "stray", "-x"] {
+            let run = try earshotd([argument])
+            #expect(run.status == 2, "\(argument)")
+            #expect(run.err.hasPrefix("earshotd: unknown argument \(argument)"), "\(argument): \(run.err)")
+            #expect(run.out.isEmpty)
+        }
+        let missing = try earshotd(["--config"])
+        #expect(missing.status == 2)
+        #expect(missing.err.contains("--config"))
+        let unreadable = try earshotd(["--config", "/nonexistent/earshotd.toml"])
+        #expect(unreadable.status == 2)
+        #expect(unreadable.err == "earshotd: /nonexistent/earshotd.toml: cannot read the configuration file\n")
+    }
+
+    @Test func checkConfigPrintsTheFileWithTheOverrides() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-\(UUID().uuidString).toml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try "[audio]\ndevice = \"hw:0,0\"\nsample_rate = 44100\n".write(to: file, atomically: true, encoding: .utf8)
+        for config in [["--config", file.path], ["--config=\(file.path)"]] {
+            let run = try earshotd(config + ["--audio.device=plughw:1,0", "--check-config", "--rpc.listen=[\"tcp://0.0.0.0:7400\"]"])
+            #expect(run.status == 0, "\(run.err)")
+            #expect(run.out.contains("from \(file.path)"))
+            #expect(run.out.contains("device = \"plughw:1,0\""))
+            #expect(run.out.contains("sample_rate = 44100"))
+            #expect(run.out.contains("listen = [\"tcp://0.0.0.0:7400\"]"))
+        }
+    }
+
+    @Test func helpTeachesTheCommandLine() throws {
+        for flag in ["--help", "-h"] {
+            let run = try earshotd([flag])
+            #expect(run.status == 0)
+            for needed in ["--config", "--check-config", "--section.key=value", "--audio.device=plughw:1,0", "/etc/earshot/earshotd.toml",
+                           "deploy/earshotd.toml", "Exit status", "cannot start"] {
+                #expect(run.out.contains(needed), "\(flag) does not mention \(needed)")
+            }
+        }
+    }
+
     @Test func noCatalogRefusesToStart() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-empty-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: state) }

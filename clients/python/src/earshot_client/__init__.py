@@ -16,7 +16,7 @@ from .follower import FollowerState, StateFollower, Update, predict_offset
 from .keys import curve_keys, read_key_file
 from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, SIGNATURE, Methods, Topics
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Client",
