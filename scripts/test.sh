@@ -20,7 +20,7 @@ else
     # on a pool of one thread per core, so on a small machine hundreds of CPU-bound unit tests
     # (DSP, catalogs, the CLI) would hold it for a minute while the sessions, servers and daemon
     # tests wait there for their handlers and timers, and time out.
-    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotCLITests'
+    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests'
     swift test --filter "$cpu"
     swift test --filter 'EarshotLiveTests'
     swift test --skip "$cpu|EarshotLiveTests"  # transport, service (the daemon) and any other
