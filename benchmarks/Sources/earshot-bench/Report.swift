@@ -50,7 +50,9 @@ struct RunEnvironment {
 }
 
 enum Report {
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile"]
+    /// "recut" holds before/after comparisons of two builds (issue 12); no run writes it, every
+    /// run keeps it.
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
