@@ -1,3 +1,4 @@
+import EarshotSystem
 import Foundation
 
 /// What earshotd's command line says about its configuration, beyond the declared options: the
@@ -25,13 +26,18 @@ extension DaemonConfiguration {
         var text = ""
         var origin = "built-in defaults"
         if let path {
-            guard let t = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw Problem(message: "\(path): cannot read the configuration file")
-            }
+            guard let t = readText(path) else { throw Problem(message: "\(path): cannot read the configuration file") }
             (text, origin) = (t, path)
-        } else if let t = try? String(contentsOfFile: defaultPath, encoding: .utf8) {
+        } else if let t = readText(defaultPath) {
             (text, origin) = (t, defaultPath)
         }
         return (try load(text: text, origin: origin, overrides: overrides), origin)
+    }
+
+    /// A regular file's UTF-8 text; nil for anything else. A FIFO or a device named as the
+    /// configuration is refused without being opened, so it cannot hang the start.
+    private static func readText(_ path: String) -> String? {
+        guard let bytes = try? AtomicFile.read(path) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

@@ -98,6 +98,24 @@ struct ConfigurationTests {
         #expect(DaemonConfiguration.defaultPath == "/etc/earshot/earshotd.toml")
     }
 
+    /// A FIFO named as the configuration (or sitting at the default path) is refused without
+    /// being opened: reading it would wait for a writer and hang the start.
+    @Test func aFIFOIsNeverReadAsTheConfiguration() throws {
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID()).toml").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        defer { try? FileManager.default.removeItem(atPath: fifo) }
+        let started = ContinuousClock.now
+        do {
+            _ = try DaemonConfiguration.load(path: fifo, overrides: [])
+            Issue.record("a FIFO was read as the configuration")
+        } catch {
+            #expect(error.message == "\(fifo): cannot read the configuration file")
+        }
+        let fallback = try DaemonConfiguration.load(path: nil, defaultPath: fifo, overrides: [])
+        #expect(fallback.origin == "built-in defaults")
+        #expect(ContinuousClock.now - started < .seconds(2), "reading a FIFO blocked")
+    }
+
     @Test(arguments: [
         ("[audio]\ndevise = \"x\"\n", "f.toml: unknown setting audio.devise; [audio] has source, device"),
         ("[audio]\nsample_rate = \"fast\"\n", "f.toml: audio.sample_rate must be a whole number"),

@@ -91,7 +91,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     private func launch(settings: [String]) throws {
         logURL = directory.appendingPathComponent("earshotd.log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         let daemon = try Self.executable()
         // prlimit (util-linux, on every Debian) sets the limits and execs: the pid is the daemon's.

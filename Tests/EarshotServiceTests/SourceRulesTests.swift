@@ -154,8 +154,9 @@ enum PackageTargets {
                 }
                 let call = String(text[found.upperBound..<end])
                 search = end
+                // Benchmark and fuzzing targets (declared with a path there) may use anything.
                 guard let name = firstQuoted(after: "name:", in: call), !call.contains("path: \"benchmarks"),
-                      !call.contains("path: \"fuzz"), !call.contains("path: \"fuzz/") else { continue }
+                      !call.contains("path: \"fuzz") else { continue }
                 var uses = Set<String>()
                 if let deps = call.range(of: "dependencies: [") {
                     var level = 1
@@ -180,8 +181,6 @@ enum PackageTargets {
                 result[name] = uses
             }
         }
-        // Harnesses declared in a loop (fuzzing) name no literal target here.
-        result = result.filter { !$0.key.hasPrefix("fuzz") && $0.key != "FuzzSupport" }
         return result
     }
 

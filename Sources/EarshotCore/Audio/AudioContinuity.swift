@@ -25,7 +25,8 @@ public struct AudioContinuity: Sendable {
     public init() {}
 
     /// Takes a buffer of `frames` frames at `rate` Hz stamped `time` (nil: it follows on).
-    /// Returns the break before it, if any; the stream then continues from this buffer.
+    /// Returns the break before it, if any; the stream then continues from this buffer, so a
+    /// caller that restarts after a break needs nothing else.
     public mutating func take(time: Double?, frames: Int, rate: Double) -> Break? {
         let length = Double(frames) / rate
         guard let time else {
@@ -39,10 +40,5 @@ public struct AudioContinuity: Sendable {
         }
         expectedTime = time + length
         return found
-    }
-
-    /// Forgets the stream: the next stamped buffer starts it again.
-    public mutating func reset() {
-        expectedTime = nil
     }
 }

@@ -75,7 +75,7 @@ extension JSONValue {
 /// The JSON coders of the core, made once. Their settings never change after creation, so they
 /// are shared between threads.
 enum JSONCoding {
-    nonisolated(unsafe) static let encoder: JSONEncoder = {
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -85,13 +85,13 @@ enum JSONCoding {
         return encoder
     }()
 
-    nonisolated(unsafe) static let prettyEncoder: JSONEncoder = {
+    static let prettyEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
 
-    nonisolated(unsafe) static let decoder: JSONDecoder = {
+    static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let c = try decoder.singleValueContainer()

@@ -42,7 +42,6 @@ public final class MappedCatalog: @unchecked Sendable {
     private let keyLow: UnsafePointer<UInt16>
     private let values: UnsafePointer<UInt32>
     private let peaksSection: UnsafeRawBufferPointer
-    private let metadataSection: UnsafeRawBufferPointer
     private let referenceStarts: [Int]
     private let mediaItemsByReference: [[MediaItem]]
 
@@ -201,7 +200,6 @@ public final class MappedCatalog: @unchecked Sendable {
         keyLow = (sections[.keyLow]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt16.self)
         values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
         peaksSection = peaks
-        metadataSection = metadata
         mediaItemsByReference = try Self.decodeMediaItems(refs, in: metadata)
 
         for section in deferredChecksums {
