@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "EarshotCore", targets: ["EarshotCore"]),
         .library(name: "EarshotSystem", targets: ["EarshotSystem"]),
         .library(name: "EarshotStore", targets: ["EarshotStore"]),
+        .library(name: "EarshotCrypto", targets: ["EarshotCrypto"]),
         .library(name: "EarshotAuthoring", targets: ["EarshotAuthoring"]),
         .library(name: "EarshotAudio", targets: ["EarshotAudio"]),
         .library(name: "EarshotLive", targets: ["EarshotLive"]),
@@ -28,6 +29,7 @@ let package = Package(
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
 
         // `Locked<Value>`: Synchronization.Mutex with its ordering told to ThreadSanitizer (which
         // cannot see a contended Mutex hand-over on Linux). Every target that locks uses it.
@@ -36,6 +38,10 @@ let package = Package(
         // Thin typed wrappers over the POSIX calls for files: atomic write, whole-file read,
         // read-only mmap, file identity, EINTR retries. Imports only the C library.
         .target(name: "EarshotSystem"),
+
+        // Thin typed wrappers over libsodium: SHA-256 and Ed25519 (catalog checksums and author
+        // signatures), Z85 key text and author key files.
+        .target(name: "EarshotCrypto", dependencies: ["CSodium", "EarshotSystem"]),
 
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
@@ -49,7 +55,7 @@ let package = Package(
         .target(name: "EarshotAuthoring", dependencies: ["EarshotCore"]),
 
         // What Earshot keeps on disk: catalog files mapped and verified for the core to read in place.
-        .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotSystem"]),
+        .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotCrypto", "EarshotSystem"]),
 
         // Audio in: ALSA capture, file decoding (libsndfile), sample-rate conversion (soxr),
         // signature generation.
@@ -80,7 +86,7 @@ let package = Package(
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
                            "EarshotWire", "EarshotTransport", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
@@ -95,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotLive", "EarshotStore", "EarshotSync",
+                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync",
                 "EarshotSystem", "EarshotWire", "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -110,12 +116,12 @@ let package = Package(
         ),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
-        .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport"]),
         .testTarget(
             name: "EarshotTransportTests",
             dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "EarshotTestSupport", "CZMQ",

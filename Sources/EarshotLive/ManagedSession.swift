@@ -52,14 +52,26 @@ public final class ManagedSession: Sendable {
     /// see `ManagedSessionMachine.Configuration`. `stallTimeout`: seconds a source that says it
     /// runs may deliver nothing before the session reports a capture problem (sources that
     /// detect their own stalls, such as ALSA devices after 2 s, usually report first).
-    public init(catalog: MappedCatalog, staysPrepared: Bool = false, attemptInterval: Double = 1, stallTimeout: Double = 5,
-                source: @escaping SourceFactory) {
+    public convenience init(catalog: MappedCatalog, staysPrepared: Bool = false, attemptInterval: Double = 1,
+                            stallTimeout: Double = 5, source: @escaping SourceFactory) {
+        self.init(catalogs: CatalogSet([.init(name: "", version: 0, catalog: catalog)]), staysPrepared: staysPrepared,
+                  attemptInterval: attemptInterval, stallTimeout: stallTimeout, source: source)
+    }
+
+    /// A session over every catalog of `catalogs` (which `setCatalogs` replaces while it runs).
+    /// The prerecording window holds `windowSeconds`, by default the longest query of the
+    /// catalogs (or `ManagedSessionMachine.Configuration.default`'s without any); it stays that
+    /// long across swaps, so the audio already heard is never lost to one.
+    public init(catalogs: CatalogSet, windowSeconds: Double? = nil, staysPrepared: Bool = false, attemptInterval: Double = 1,
+                stallTimeout: Double = 5, source: @escaping SourceFactory) {
+        let fallback = ManagedSessionMachine.Configuration.default
+        let window = windowSeconds ?? catalogs.maximumQueryDuration ?? fallback.maximumWindow
         let configuration = ManagedSessionMachine.Configuration(
-            minimumWindow: catalog.minimumQuerySignatureDuration, maximumWindow: catalog.maximumQuerySignatureDuration,
+            minimumWindow: min(catalogs.minimumQueryDuration ?? fallback.minimumWindow, window), maximumWindow: window,
             attemptInterval: attemptInterval, staysPrepared: staysPrepared)
         let channel = Channel(status: Status(state: .idle, window: 0, heard: 0, sourceStatistics: .init()))
         self.channel = channel
-        let worker = Worker(catalog: catalog, configuration: configuration, stallTimeout: stallTimeout, makeSource: source)
+        let worker = Worker(catalogs: catalogs, configuration: configuration, stallTimeout: stallTimeout, makeSource: source)
         self.worker = worker
         let thread = Thread { worker.run(channel: channel) }
         thread.name = "earshot-session"
@@ -104,6 +116,12 @@ public final class ManagedSession: Sendable {
         continuation.onTermination = { [weak self] _ in self?.post(.stopResults(id)) }
         post(.startResults(id, continuation))
         return stream
+    }
+
+    /// Matches from now on search `catalogs`. An attempt already running finishes on the
+    /// catalogs it started with; the prerecording window is kept.
+    public func setCatalogs(_ catalogs: CatalogSet) {
+        post(.setCatalogs(catalogs))
     }
 
     /// Ends every attempt and stops capture.
@@ -168,6 +186,7 @@ extension ManagedSession {
         case withdrawResult(Int)
         case startResults(Int, AsyncStream<StreamingResult>.Continuation)
         case stopResults(Int)
+        case setCatalogs(CatalogSet)
         case cancel
         case shutdown
     }

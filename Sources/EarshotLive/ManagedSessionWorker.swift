@@ -14,7 +14,7 @@ extension ManagedSession {
         static let readBlock = 1024
 
         let finished = Atomic<Bool>(false)
-        private let matcher: Matcher
+        private let matcher: CatalogSetMatcher
         private let windowSeconds: Double
         private let stallTimeout: Double
         /// The problem a source that runs yet delivers nothing shows (made once: it is checked
@@ -47,10 +47,10 @@ extension ManagedSession {
         private var lastAttempt: (audioVersion: Int, window: Double, result: MatchResult)?
         private var matchesComputed = 0
 
-        init(catalog: MappedCatalog, configuration: ManagedSessionMachine.Configuration, stallTimeout: Double,
+        init(catalogs: CatalogSet, configuration: ManagedSessionMachine.Configuration, stallTimeout: Double,
              makeSource: @escaping SourceFactory) {
-            matcher = Matcher(catalog: catalog)
-            windowSeconds = catalog.maximumQuerySignatureDuration
+            matcher = CatalogSetMatcher(catalogs)
+            windowSeconds = configuration.maximumWindow
             self.stallTimeout = stallTimeout
             stallProblem = "the audio source delivered no audio for \(Self.format(stallTimeout)) s"
             machine = ManagedSessionMachine(configuration: configuration)
@@ -132,6 +132,10 @@ extension ManagedSession {
             case .stopResults(let id):
                 guard resultObservers.removeValue(forKey: id) != nil else { break }
                 if resultObservers.isEmpty { perform(machine.stopResults()) }
+            case .setCatalogs(let catalogs):
+                matcher.use(catalogs)
+                if let minimum = catalogs.minimumQueryDuration { machine.setMinimumWindow(minimum) }
+                lastAttempt = nil  // the same audio may match differently now
             case .cancel:
                 perform(machine.cancel())
             case .shutdown:

@@ -1,6 +1,8 @@
 import EarshotAudio
 import EarshotCore
+import EarshotCrypto
 import EarshotLive
+import EarshotStore
 import EarshotSync
 import EarshotSystem
 import EarshotTransport
@@ -17,7 +19,8 @@ public final class Daemon: Sendable {
     private let server: RpcServer
     private let publisher: EventPublisher
     private let session: ManagedSession
-    private let store: CatalogStore
+    private let registry: CatalogRegistry
+    private let catalogs: CatalogsService
     private let health: HealthService
     private let sessionService: SessionService
     private let tasks = Locked<[Task<Void, Never>]>([])
@@ -34,15 +37,39 @@ public final class Daemon: Sendable {
         self.logger = logger
         // A daemon or CLI killed in the middle of an atomic write leaves its temporary file.
         let state = configuration.stateDirectory
-        for folder in [state, (state as NSString).appendingPathComponent("catalogs")] {
+        let catalogFolder = (state as NSString).appendingPathComponent("catalogs")
+        for folder in [state, catalogFolder] {
             for name in AtomicFile.removeStaleTemporaries(in: folder) {
                 logger.notice("removed \(name) in \(folder), left by an interrupted write")
             }
         }
-        store = try CatalogStore(directory: (configuration.stateDirectory as NSString).appendingPathComponent("catalogs"),
-                                 logger: logger, shouldStop: stopRequested)
-        let active = try store.active(preferred: configuration.catalog)
+        let trust: CatalogCheck.Trust
+        if configuration.trustedAuthors.isEmpty {
+            trust = .anyone
+        } else {
+            do throws(AuthorKeyFile.Problem) {
+                let authors = try AuthorKeyFile.readTrustedAuthors(configuration.trustedAuthors)
+                trust = .authors(authors)
+                logger.info("catalogs must be signed by one of \(authors.count) trusted author(s) in \(configuration.trustedAuthors)")
+            } catch {
+                throw .internalError("catalogs.trusted_authors: \(error.message)")
+            }
+        }
+        registry = try CatalogRegistry(directory: catalogFolder, indexPath: (state as NSString).appendingPathComponent("catalogs.json"),
+                                       trust: trust, required: configuration.catalog, logger: logger, shouldStop: stopRequested)
+        let uploadArea: UploadArea
+        do {
+            uploadArea = try UploadArea(
+                directory: (state as NSString).appendingPathComponent("uploads"),
+                limits: .init(maximumBytes: configuration.maximumUploadBytes, maximumUploads: configuration.maximumUploads,
+                              maximumTotalBytes: configuration.maximumUploadTotalBytes,
+                              expirySeconds: Double(configuration.uploadExpirySeconds), reserveBytes: configuration.reserveBytes),
+                now: Date().timeIntervalSince1970)
+        } catch {
+            throw .internalError("cannot open the upload folder: \(error.message)")
+        }
         if stopRequested() { throw DaemonSignals.stoppedDuringStartUp }
+        let startSet = registry.catalogSet
 
         let c = configuration
         let source: ManagedSession.SourceFactory
@@ -64,7 +91,7 @@ public final class Daemon: Sendable {
                 PacedFileAudioSource(openingAtStart: c.file, loop: c.loop)
             }
         }
-        session = ManagedSession(catalog: active.catalog, staysPrepared: true,
+        session = ManagedSession(catalogs: startSet, staysPrepared: true,
                                  attemptInterval: Double(c.attemptIntervalMilliseconds) / 1000, source: source)
 
         let epoch = UInt64.random(in: 1...UInt64.max)
@@ -119,22 +146,41 @@ public final class Daemon: Sendable {
         }
         let events = DaemonEvents(publisher: publisher, epoch: epoch)
         let counters = DaemonCounters()
-        sessionService = SessionService(session: session, events: events, catalogName: active.name, sourceName: sourceName)
-        let catalogs = CatalogsService(store: store, activeName: active.name)
+        sessionService = SessionService(session: session, events: events, sourceName: sourceName)
+        let catalogs = CatalogsService(registry: registry, uploads: uploadArea, trust: trust, events: events, logger: logger)
+        self.catalogs = catalogs
         let (server, publisher, session) = (self.server, self.publisher, self.session)
         let statistics = DaemonStatistics(counters: counters, session: session, server: server, publisher: publisher,
                                           limiter: limiter, allowList: daemonSecurity?.security.allowList)
         health = HealthService(events: events) { statistics.snapshot() }
-        let feed = MatchFeed(events: events, counters: counters, logger: logger, catalogName: active.name)
-        RecognizerService(session: session, catalog: active, feed: feed).register(on: server)
+        let feed = MatchFeed(events: events, counters: counters, logger: logger)
+        let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed)
+        recognizer.register(on: server)
         sessionService.register(on: server)
         catalogs.register(on: server)
         health.register(on: server)
 
-        logger.info("catalog \(active.name): \(active.catalog.referenceCount) references, \(Self.duration(active.catalog.totalDuration)) (\(store.entries.count) catalog(s) in \(store.directory))")
+        for s in registry.all {
+            if let l = s.loaded {
+                logger.info("catalog \(s.name) v\(s.version)\(s.enabled ? "" : " (disabled)"): \(l.catalog.referenceCount) references, \(Self.duration(l.catalog.totalDuration))")
+            }
+        }
+        if startSet.isEmpty {
+            logger.notice("no catalog is enabled in \(registry.directory): push one (earshot remote catalog push) or copy a .earcat there; matches answer an error until then")
+        }
         logger.info("listening on \(sourceName); RPC \(server.boundEndpoints.joined(separator: " ")); events \(publisher.boundEndpoints.joined(separator: " "))")
-        for e in store.entries { events.publishCatalog(.loaded, catalogs.summary(e)) }
-        for f in store.failures { events.publishCatalog(.failed, catalogs.summary(f), message: f.reason) }
+        for s in registry.all {
+            events.publishCatalog(s.loaded == nil ? .failed : .loaded, catalogs.summary(s), message: s.failure ?? "")
+        }
+        registry.attach(.init(
+            catalogsChanged: { set in
+                session.setCatalogs(set)
+                recognizer.setCatalogs(set)
+            },
+            publish: { kind, slot, message in
+                events.publishCatalog(kind, slot.map(catalogs.summary), message: message)
+            }))
+        watcher = configuration.watchCatalogFolder ? CatalogFolderWatcher(registry: registry, logger: logger) : nil
         self.events = events
         self.feed = feed
         refusals = RefusalLog(logger: logger, limiter: limiter, server: server)
@@ -142,6 +188,7 @@ public final class Daemon: Sendable {
 
     private let events: DaemonEvents
     private let feed: MatchFeed
+    private let watcher: CatalogFolderWatcher?
     private let security: DaemonSecurity?
     private let refusals: RefusalLog
 
@@ -199,6 +246,13 @@ public final class Daemon: Sendable {
         }
         if let security { started.append(security.watch()) }
         started.append(refusals.watch())
+        let catalogs = self.catalogs
+        started.append(Task {
+            while !Task.isCancelled {
+                catalogs.expireUploads()
+                try? await Task.sleep(for: .seconds(60))
+            }
+        })
         if configuration.loadTestRate > 0 { started.append(loadTest(rate: configuration.loadTestRate)) }
         tasks.withLock { $0 = started }
         health.set(.serving)
@@ -240,6 +294,7 @@ public final class Daemon: Sendable {
         server.stopAccepting()
         await server.shutdown(grace: grace)
         for t in tasks.withLock({ $0 }) { t.cancel() }
+        watcher?.stop()
         session.shutdown()
         loop.stop()
         finished.continuation.finish()

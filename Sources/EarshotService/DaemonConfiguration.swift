@@ -24,6 +24,15 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var prepareOnStart = true
     public var follow = true
     public var attemptIntervalMilliseconds = 1000
+    // [catalogs]
+    public var maximumUploadBytes = 512 << 20
+    public var maximumUploads = 4
+    public var maximumUploadTotalBytes = 1 << 30
+    public var uploadExpirySeconds = 86_400
+    public var reserveBytes = 64 << 20
+    /// "" = every catalog is accepted, signed or not.
+    public var trustedAuthors = ""
+    public var watchCatalogFolder = true
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
@@ -80,6 +89,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "audio.source", "audio.device", "audio.sample_rate", "audio.channels", "audio.period_ms", "audio.buffer_seconds",
         "audio.realtime_priority", "audio.file", "audio.loop",
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
+        "catalogs.max_upload_bytes", "catalogs.max_uploads", "catalogs.max_upload_total_bytes", "catalogs.upload_expiry_s",
+        "catalogs.reserve_bytes", "catalogs.trusted_authors", "catalogs.watch",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight_per_client", "rpc.max_in_flight",
         "rpc.default_timeout_ms", "rpc.max_connections", "rpc.max_connections_per_address",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
@@ -106,6 +117,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "session.prepare_on_start": prepareOnStart = try boolean(key, value)
         case "session.follow": follow = try boolean(key, value)
         case "session.attempt_interval_ms": attemptIntervalMilliseconds = try integer(key, value, 100...60_000)
+        case "catalogs.max_upload_bytes": maximumUploadBytes = try integer(key, value, 1024...(1 << 40))
+        case "catalogs.max_uploads": maximumUploads = try integer(key, value, 1...1000)
+        case "catalogs.max_upload_total_bytes": maximumUploadTotalBytes = try integer(key, value, 1024...(1 << 42))
+        case "catalogs.upload_expiry_s": uploadExpirySeconds = try integer(key, value, 60...(90 * 86_400))
+        case "catalogs.reserve_bytes": reserveBytes = try integer(key, value, 0...(1 << 40))
+        case "catalogs.trusted_authors": trustedAuthors = try string(key, value)
+        case "catalogs.watch": watchCatalogFolder = try boolean(key, value)
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
@@ -126,7 +144,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         default:
             let section = key.split(separator: ".").first.map(String.init) ?? key
             let known = Self.keys.filter { $0.hasPrefix(section + ".") }
-            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, rpc, events, security"
+            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, catalogs, rpc, events, security"
                 : "; [\(section)] has " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ")))
         }
     }
@@ -207,6 +225,15 @@ extension DaemonConfiguration {
             prepare_on_start = \(prepareOnStart)
             follow = \(follow)
             attempt_interval_ms = \(attemptIntervalMilliseconds)
+
+            [catalogs]
+            max_upload_bytes = \(maximumUploadBytes)
+            max_uploads = \(maximumUploads)
+            max_upload_total_bytes = \(maximumUploadTotalBytes)
+            upload_expiry_s = \(uploadExpirySeconds)
+            reserve_bytes = \(reserveBytes)
+            trusted_authors = \(q(trustedAuthors))
+            watch = \(watchCatalogFolder)
 
             [rpc]
             listen = \(list(rpcListen))

@@ -23,11 +23,13 @@ final class DaemonEvents: Sendable {
         publisher.publish(topic: Topics.match) { $0.match = result }
     }
 
-    func publishCatalog(_ kind: Earshot_V1_CatalogEvent.Kind, _ summary: Earshot_V1_CatalogSummary?, message: String = "") {
+    func publishCatalog(_ kind: Earshot_V1_CatalogEvent.Kind, _ summary: Earshot_V1_CatalogSummary?, message: String = "",
+                        upload: Earshot_V1_UploadStatus? = nil) {
         publisher.publish(topic: Topics.catalog) { e in
             var event = Earshot_V1_CatalogEvent()
             event.kind = kind
             if let summary { event.catalog = summary }
+            if let upload { event.upload = upload }
             event.message = message
             e.catalog = event
         }

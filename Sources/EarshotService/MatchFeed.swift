@@ -22,13 +22,11 @@ final class MatchFeed: Sendable {
     private let events: DaemonEvents
     private let counters: DaemonCounters
     private let logger: Logger
-    private let catalogName: String
 
-    init(events: DaemonEvents, counters: DaemonCounters, logger: Logger, catalogName: String) {
+    init(events: DaemonEvents, counters: DaemonCounters, logger: Logger) {
         self.events = events
         self.counters = counters
         self.logger = logger
-        self.catalogName = catalogName
     }
 
     /// Counts `result`, publishes and logs it as its origin requires, and returns it as sent.
@@ -36,7 +34,7 @@ final class MatchFeed: Sendable {
     @discardableResult
     func record(_ result: MatchResult, from origin: Origin, streamTime: Double, isRepeat: Bool = false) -> Earshot_V1_MatchResult {
         counters.add(result)
-        let message = Earshot_V1_MatchResult(result, catalog: catalogName, repeat: isRepeat, streamTime: streamTime)
+        let message = Earshot_V1_MatchResult(result, repeat: isRepeat, streamTime: streamTime)
         guard !isRepeat else { return message }
         switch origin {
         case .request:
@@ -44,7 +42,7 @@ final class MatchFeed: Sendable {
         case .follow:
             events.publishMatch(message)
             if let item = result.mediaItems.first {
-                logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) at \(String(format: "%.2f", item.predictedCurrentMatchOffset)) s, skew \(String(format: "%+.2f", item.frequencySkew * 100)) %, confidence \(String(format: "%.2f", item.confidence))")
+                logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) (\(item.catalogName) v\(item.catalogVersion)) at \(String(format: "%.2f", item.predictedCurrentMatchOffset)) s, skew \(String(format: "%+.2f", item.frequencySkew * 100)) %, confidence \(String(format: "%.2f", item.confidence))")
             }
         case .stream, .signature:
             break

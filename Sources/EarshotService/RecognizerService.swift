@@ -10,12 +10,17 @@ final class RecognizerService: Sendable {
     private let session: ManagedSession
     private let feed: MatchFeed
     /// For MatchSignature. A matcher serves one call at a time; such calls are rare and fast.
-    private let signatureMatcher: Locked<Matcher>
+    private let signatureMatcher: Locked<CatalogSetMatcher>
 
-    init(session: ManagedSession, catalog: CatalogStore.Entry, feed: MatchFeed) {
+    init(session: ManagedSession, catalogs: CatalogSet, feed: MatchFeed) {
         self.session = session
         self.feed = feed
-        signatureMatcher = Locked(Matcher(catalog: catalog.catalog))
+        signatureMatcher = Locked(CatalogSetMatcher(catalogs))
+    }
+
+    /// Matches from now on search `catalogs` (a call matching now finishes first: same lock).
+    func setCatalogs(_ catalogs: CatalogSet) {
+        signatureMatcher.withLock { $0.use(catalogs) }
     }
 
     func register(on server: RpcServer) {

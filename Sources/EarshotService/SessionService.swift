@@ -8,13 +8,11 @@ import Foundation
 final class SessionService: Sendable {
     private let session: ManagedSession
     private let events: DaemonEvents
-    private let catalogName: String
     private let sourceName: String
 
-    init(session: ManagedSession, events: DaemonEvents, catalogName: String, sourceName: String) {
+    init(session: ManagedSession, events: DaemonEvents, sourceName: String) {
         self.session = session
         self.events = events
-        self.catalogName = catalogName
         self.sourceName = sourceName
     }
 
@@ -33,7 +31,7 @@ final class SessionService: Sendable {
         s.captureProblem = status.captureProblem ?? ""
         s.windowSeconds = status.window
         s.heardSeconds = status.heard
-        if let item = status.currentMatch { s.currentMatch = Earshot_V1_MatchedMediaItem(item, catalog: catalogName) }
+        if let item = status.currentMatch { s.currentMatch = Earshot_V1_MatchedMediaItem(item) }
         s.epoch = events.epoch
         s.topicSeq = heads
         s.takenAtUnixMs = Int64((Date().timeIntervalSince1970 * 1000).rounded())

@@ -33,7 +33,8 @@ extension Earshot_V1_TimeRange {
 }
 
 extension Earshot_V1_MatchedMediaItem {
-    public init(_ item: MatchedMediaItem, catalog: String) {
+    /// `catalog` names the catalog for items that do not carry their own name.
+    public init(_ item: MatchedMediaItem, catalog: String = "") {
         self.init()
         mediaItem = Earshot_V1_MediaItem(item.mediaItem)
         matchOffset = item.matchOffset
@@ -42,7 +43,8 @@ extension Earshot_V1_MatchedMediaItem {
         timeSkew = item.timeSkew
         confidence = item.confidence
         referenceIndex = UInt32(clamping: item.referenceIndex)
-        self.catalog = catalog
+        self.catalog = item.catalogName.isEmpty ? catalog : item.catalogName
+        catalogVersion = UInt64(max(0, item.catalogVersion))
     }
 }
 
@@ -57,7 +59,7 @@ extension Earshot_V1_RecognitionError {
 
 extension Earshot_V1_MatchResult {
     /// `result` as sent: `madeAt` is when it was made, `streamTime` the audio heard by then.
-    public init(_ result: MatchResult, catalog: String, repeat isRepeat: Bool = false, streamTime: Double = 0,
+    public init(_ result: MatchResult, catalog: String = "", repeat isRepeat: Bool = false, streamTime: Double = 0,
                 madeAt: Date = Date()) {
         self.init()
         switch result {
@@ -96,7 +98,8 @@ extension Earshot_V1_CatalogSummary {
         minimumQueryDuration = catalog.minimumQuerySignatureDuration
         maximumQueryDuration = catalog.maximumQuerySignatureDuration
         self.active = active
-        state = .loaded
+        enabled = active
+        state = active ? .active : .disabled
     }
 
     /// A catalog file that was left out: only its name, the state and the reason (a catalog

@@ -36,6 +36,19 @@ public enum Methods {
         public static let list = RpcMethod<Earshot_V1_ListCatalogsRequest, Earshot_V1_ListCatalogsResponse>("/earshot.v1.Catalogs/List")
         public static let describe = RpcMethod<Earshot_V1_DescribeCatalogRequest, Earshot_V1_CatalogDescription>(
             "/earshot.v1.Catalogs/Describe")
+        public static let enable = RpcMethod<Earshot_V1_CatalogNameRequest, Earshot_V1_CatalogSummary>("/earshot.v1.Catalogs/Enable")
+        public static let disable = RpcMethod<Earshot_V1_CatalogNameRequest, Earshot_V1_CatalogSummary>("/earshot.v1.Catalogs/Disable")
+        public static let remove = RpcMethod<Earshot_V1_CatalogNameRequest, Earshot_V1_RemoveCatalogResponse>(
+            "/earshot.v1.Catalogs/Remove")
+        public static let beginUpload = RpcMethod<Earshot_V1_BeginUploadRequest, Earshot_V1_UploadStatus>(
+            "/earshot.v1.Catalogs/BeginUpload")
+        public static let uploadChunk = RpcMethod<Earshot_V1_UploadChunkRequest, Earshot_V1_UploadStatus>(
+            "/earshot.v1.Catalogs/UploadChunk")
+        public static let getUpload = RpcMethod<Earshot_V1_UploadRequest, Earshot_V1_UploadStatus>("/earshot.v1.Catalogs/GetUpload")
+        public static let commitUpload = RpcMethod<Earshot_V1_UploadRequest, Earshot_V1_CommitUploadResponse>(
+            "/earshot.v1.Catalogs/CommitUpload")
+        public static let abortUpload = RpcMethod<Earshot_V1_UploadRequest, Earshot_V1_UploadStatus>(
+            "/earshot.v1.Catalogs/AbortUpload")
     }
 
     public enum Health {
@@ -49,7 +62,10 @@ public enum Methods {
     public static let all: [(path: String, serverStreaming: Bool)] = [
         (Recognizer.prepare.path, false), (Recognizer.match.path, false), (Recognizer.streamMatches.path, true),
         (Recognizer.matchSignature.path, false), (Recognizer.cancel.path, false), (Session.getSnapshot.path, false),
-        (Catalogs.list.path, false), (Catalogs.describe.path, false), (Health.check.path, false),
+        (Catalogs.list.path, false), (Catalogs.describe.path, false), (Catalogs.enable.path, false),
+        (Catalogs.disable.path, false), (Catalogs.remove.path, false), (Catalogs.beginUpload.path, false),
+        (Catalogs.uploadChunk.path, false), (Catalogs.getUpload.path, false), (Catalogs.commitUpload.path, false),
+        (Catalogs.abortUpload.path, false), (Health.check.path, false),
         (Health.watch.path, true), (Health.getStats.path, false),
     ]
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EarshotAuthoring
 import EarshotCore
+import EarshotCrypto
 
 /// `earshot catalog display`: what a catalog holds.
 struct CatalogDisplayCommand: ParsableCommand {
@@ -27,7 +28,8 @@ struct CatalogDisplayCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let mapped = try CatalogFile.map(catalog)
+        let verified = try CatalogFile.verify(catalog)
+        let mapped = verified.catalog
         let contents: CustomCatalog
         do { contents = try CustomCatalog(mapped) } catch { throw CLIFailure.badInput(catalog, error) }
         let itemCount = contents.references.reduce(0) { $0 + $1.mediaItems.count }
@@ -43,6 +45,8 @@ struct CatalogDisplayCommand: ParsableCommand {
             print(Format.jsonText(.object([
                 "file": .string(catalog),
                 "fileSize": .number(Double(mapped.byteCount)),
+                "sha256": .string(SHA256.hex(verified.sha256)),
+                "signer": verified.signer.map { .string($0.publicKey) } ?? .null,
                 "minimumQuerySignatureDuration": .number(contents.minimumQuerySignatureDuration),
                 "maximumQuerySignatureDuration": .number(contents.maximumQuerySignatureDuration),
                 "referenceCount": .number(Double(contents.references.count)),
@@ -54,6 +58,8 @@ struct CatalogDisplayCommand: ParsableCommand {
         }
         print(catalog)
         print("  file size:     \(Format.count(mapped.byteCount)) bytes")
+        print("  sha256:        \(SHA256.hex(verified.sha256))")
+        print("  signed by:     \(verified.signer?.publicKey ?? "nobody (unsigned)")")
         print("  query limits:  \(Format.seconds(contents.minimumQuerySignatureDuration)) to \(Format.seconds(contents.maximumQuerySignatureDuration))")
         print("  references:    \(contents.references.count), \(Format.seconds(contents.totalDuration)) in total")
         print("  media items:   \(itemCount)")

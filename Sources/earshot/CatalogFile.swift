@@ -8,9 +8,17 @@ enum CatalogFile {
     /// the structure, the exact length): a catalog the daemon would leave out is refused here,
     /// whatever the command, and an edit never carries corruption into the rewritten file.
     static func map(_ path: String) throws(CLIFailure) -> MappedCatalog {
+        try verify(path).catalog
+    }
+
+    /// The one verification the daemon makes too (`CatalogCheck`): structure, every checksum,
+    /// the exact length, the SHA-256, and the author's signature if the catalog has one.
+    static func verify(_ path: String) throws(CLIFailure) -> CatalogCheck.Verified {
         try InputFile.requireFile(path)
         try InputFile.requireMagic("EARCAT", of: path, kind: "an Earshot catalog")
-        do { return try MappedCatalog(contentsOf: path) } catch { throw .badInput(path, error) }
+        do { return try CatalogCheck.verify(path: path, trust: .anyone) } catch {
+            throw .badInput(path, error.message.hasPrefix(path) ? String(error.message.dropFirst(path.count + 2)) : error.message)
+        }
     }
 
     /// Reads the catalog at `path` for editing.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EarshotCrypto
 import EarshotTransport
 import Foundation
 
@@ -11,14 +12,20 @@ struct KeygenCommand: ParsableCommand {
             Writes NAME.key (the secret key, mode 0600: keep it on the client) and NAME.pub (the \
             public key), and prints the line to add to the daemon's allow-list \
             (<state_directory>/clients.allow). Change the role at its end to viewer, operator or admin.
+
+            --author makes a catalog author's Ed25519 key instead: NAME.author.key (secret, for \
+            `earshot catalog sign`) and NAME.author.pub (the line for a box's trusted-authors file, \
+            catalogs.trusted_authors).
             """)
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Path and name of the files, without extension; the allow-list name is its last part.", valueName: "name"))
     var output = "earshot-client"
 
     @Flag(help: "Replace existing key files.") var force = false
+    @Flag(help: "Make a catalog author's signing key (Ed25519) instead of a client key.") var author = false
 
     func run() throws {
+        if author { return try makeAuthorKey() }
         let secretPath = output + ".key", publicPath = output + ".pub"
         let name = (output as NSString).lastPathComponent.replacingOccurrences(of: ":", with: "-")
         if !force, FileManager.default.fileExists(atPath: secretPath) {
@@ -35,5 +42,24 @@ struct KeygenCommand: ParsableCommand {
         } catch let problem as CurveKeyFile.Problem {
             throw CLIFailure(problem.message, status: .internalFailure)
         }
+    }
+
+    private func makeAuthorKey() throws {
+        let secretPath = output + ".author.key", publicPath = output + ".author.pub"
+        let name = (output as NSString).lastPathComponent
+        if !force, FileManager.default.fileExists(atPath: secretPath) {
+            throw CLIFailure("\(secretPath) exists; give --force to replace it (catalogs it signed stay signed by the old key)", status: .usage)
+        }
+        let key = Ed25519.SigningKey()
+        do {
+            try AuthorKeyFile.writeSigningKey(key, to: secretPath, comment: "Earshot catalog author key of \(name): keep private")
+            try AuthorKeyFile.writePublicKey(key, name: name, to: publicPath, comment: "Earshot catalog author \(name): add the next line to a box's trusted authors file")
+        } catch {
+            throw CLIFailure(error.message, status: .internalFailure)
+        }
+        print("author public key: \(Z85.encode(key.publicKey))")
+        print("wrote \(secretPath) (secret, mode 0600) and \(publicPath)")
+        print("add this line to each box's trusted authors file (catalogs.trusted_authors):")
+        print("\(Z85.encode(key.publicKey)) \(name)")
     }
 }

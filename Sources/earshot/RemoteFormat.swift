@@ -68,4 +68,33 @@ enum RemoteFormat {
         out.append("capture: \(c.source)  frames \(c.framesCaptured), xruns \(c.xruns), dropped \(c.droppedSamples), reopens \(c.reopenAttempts)")
         return out
     }
+
+    /// "active", "disabled", "loading" or "failed".
+    static func catalogState(_ c: Earshot_V1_CatalogSummary) -> String {
+        switch c.state {
+        case .active, .loaded: "active"
+        case .disabled: "disabled"
+        case .loading: "loading"
+        case .failed: "FAILED"
+        default: "unknown"
+        }
+    }
+
+    /// "12.3 MB", "812 kB" or "95 B" (decimal units, as transfer rates are counted).
+    static func bytes(_ n: Int) -> String {
+        if n >= 1_000_000 { return String(format: "%.1f MB", Double(n) / 1e6) }
+        if n >= 1000 { return String(format: "%.0f kB", Double(n) / 1e3) }
+        return "\(n) B"
+    }
+
+    /// Left-aligned columns, two spaces apart.
+    static func table(_ header: [String], _ rows: [[String]]) -> [String] {
+        var widths = header.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in i == cells.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }
+        return [line(header)] + rows.map(line)
+    }
 }

@@ -47,7 +47,7 @@ struct DaemonCatalogLoadingTests {
         #expect(list.catalogs.map(\.name) == ["flip", "notes", "show", "trail", "x"])
         let byName = Dictionary(uniqueKeysWithValues: list.catalogs.map { ($0.name, $0) })
         let show = try #require(byName["show"])
-        #expect(show.state == .loaded && show.active && show.referenceCount == 3 && show.failure.isEmpty)
+        #expect(show.state == .active && show.active && show.enabled && show.version == 1 && show.referenceCount == 3 && show.failure.isEmpty)
         let reasons = [
             "flip": "checksum mismatch in section values",
             "trail": "8 unexpected bytes after the last section",

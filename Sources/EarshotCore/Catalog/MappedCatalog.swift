@@ -45,6 +45,11 @@ public final class MappedCatalog: @unchecked Sendable {
     private let referenceStarts: [Int]
     private let mediaItemsByReference: [[MediaItem]]
 
+    /// The author's signature trailer, if the catalog has one (checked by EarshotStore).
+    public let signature: CatalogSignature?
+    /// Bytes the signature covers: everything before the trailer (the whole image if unsigned).
+    public let signedByteCount: Int
+
     public var referenceCount: Int { references.count }
     /// Size of the image in bytes.
     public var byteCount: Int { storage.bytes.count }
@@ -150,11 +155,19 @@ public final class MappedCatalog: @unchecked Sendable {
                 }
                 position = range.upperBound
             }
-            guard position == raw.count else {
+            guard position == raw.count || position + CatalogSignature.byteCount == raw.count
+                    && CatalogSignature(trailer: UnsafeRawBufferPointer(rebasing: raw[position...])) != nil
+            else {
                 let extra = raw.count - position
                 throw .catalogInvalid("\(extra) unexpected byte\(extra == 1 ? "" : "s") after the last section, which ends at offset \(position) (file corrupt or appended to)")
             }
         }
+        // An author's signature may follow the last section (and nothing else may, see above).
+        let bodyEnd = covered.map(\.upperBound).max() ?? raw.count
+        let trailer = bodyEnd + CatalogSignature.byteCount == raw.count
+            ? CatalogSignature(trailer: UnsafeRawBufferPointer(rebasing: raw[bodyEnd...])) : nil
+        signature = trailer
+        signedByteCount = trailer == nil ? raw.count : bodyEnd
         let expected: [CatalogLayout.Section: Int] = [
             .references: referenceCount * CatalogLayout.referenceRecordSize,
             .directory: ((1 << Int(bits)) + 1) * 4,

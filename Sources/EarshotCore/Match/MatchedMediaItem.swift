@@ -15,9 +15,15 @@ public struct MatchedMediaItem: Sendable, Equatable {
     public var confidence: Double
     /// Index of the matched reference in its catalog.
     public var referenceIndex: Int
+    /// The catalog the item comes from, and which version of it ("" and 0 when the matcher was
+    /// given one catalog without a name).
+    public var catalogName: String
+    public var catalogVersion: Int
 
     public init(mediaItem: MediaItem, matchOffset: Double, predictedCurrentMatchOffset: Double, frequencySkew: Double,
-                timeSkew: Double, confidence: Double, referenceIndex: Int) {
+                timeSkew: Double, confidence: Double, referenceIndex: Int, catalogName: String = "", catalogVersion: Int = 0) {
+        self.catalogName = catalogName
+        self.catalogVersion = catalogVersion
         self.mediaItem = mediaItem
         self.matchOffset = matchOffset
         self.predictedCurrentMatchOffset = predictedCurrentMatchOffset

@@ -60,7 +60,7 @@ public struct ManagedSessionMachine: Sendable {
         }
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     public private(set) var state: State = .idle
     /// Whether capture runs (the runtime started it and it was not stopped since).
     public private(set) var capturing = false
@@ -79,6 +79,12 @@ public struct ManagedSessionMachine: Sendable {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
+    }
+
+    /// The catalogs changed: the shortest window worth matching becomes `minimum` (kept within
+    /// the window the session holds). Nothing else changes; the next audio applies it.
+    public mutating func setMinimumWindow(_ minimum: Double) {
+        configuration.minimumWindow = min(max(minimum, 0), configuration.maximumWindow)
     }
 
     // MARK: Requests

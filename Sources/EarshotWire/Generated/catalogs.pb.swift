@@ -8,8 +8,14 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// The catalogs the daemon holds (memory-mapped from its state folder).
+/// The catalogs the daemon holds (memory-mapped from its state folder), and their installation
+/// over the network: a resumable upload (docs/PROTOCOL.md, "Catalog upload").
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -39,9 +45,167 @@ public nonisolated struct Earshot_V1_ListCatalogsResponse: Sendable {
 
   public var catalogs: [Earshot_V1_CatalogSummary] = []
 
+  public var uploads: [Earshot_V1_UploadStatus] = []
+
+  /// As SessionSnapshot: subscribe to catalog/ first, then List, then drop events with
+  /// seq <= topic_seq["earshot.v1/catalog/"] of this epoch.
+  public var epoch: UInt64 = 0
+
+  public var topicSeq: Dictionary<String,UInt64> = [:]
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+}
+
+public nonisolated struct Earshot_V1_CatalogNameRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Earshot_V1_RemoveCatalogResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var removed: Earshot_V1_CatalogSummary {
+    get {_removed ?? Earshot_V1_CatalogSummary()}
+    set {_removed = newValue}
+  }
+  /// Returns true if `removed` has been explicitly set.
+  public var hasRemoved: Bool {self._removed != nil}
+  /// Clears the value of `removed`. Subsequent reads from it will return its default value.
+  public mutating func clearRemoved() {self._removed = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _removed: Earshot_V1_CatalogSummary? = nil
+}
+
+public nonisolated struct Earshot_V1_BeginUploadRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The catalog name to install as (the file becomes <name>.earcat).
+  public var name: String = String()
+
+  /// The whole file's length and SHA-256 (32 bytes).
+  public var size: UInt64 = 0
+
+  public var sha256: Data = Data()
+
+  /// Optional: the author's public key (32 bytes) of the signature inside the file, so a box
+  /// that does not trust it refuses at once instead of after the transfer.
+  public var signerKey: Data = Data()
+
+  /// Enable the catalog once installed (a new name; a replaced catalog keeps its state).
+  public var enable: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Earshot_V1_UploadChunkRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var uploadID: String = String()
+
+  /// Where `data` starts in the file. Bytes already held are acknowledged, not written again;
+  /// an offset past what is held is refused (OUT_OF_RANGE) with the offset to send from.
+  public var offset: UInt64 = 0
+
+  /// At most 1 MiB is recommended; the frame limit is 4 MiB.
+  public var data: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Earshot_V1_UploadRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var uploadID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Earshot_V1_UploadStatus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var uploadID: String = String()
+
+  public var name: String = String()
+
+  public var size: UInt64 = 0
+
+  /// Bytes held: send the next chunk from here.
+  public var offset: UInt64 = 0
+
+  /// BeginUpload found this upload in progress (same name, size and SHA-256) and resumes it.
+  public var resumed: Bool = false
+
+  public var sha256: String = String()
+
+  public var startedAt: String = String()
+
+  public var enable: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Earshot_V1_CommitUploadResponse: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var catalog: Earshot_V1_CatalogSummary {
+    get {_storage._catalog ?? Earshot_V1_CatalogSummary()}
+    set {_uniqueStorage()._catalog = newValue}
+  }
+  /// Returns true if `catalog` has been explicitly set.
+  public var hasCatalog: Bool {_storage._catalog != nil}
+  /// Clears the value of `catalog`. Subsequent reads from it will return its default value.
+  public mutating func clearCatalog() {_uniqueStorage()._catalog = nil}
+
+  /// The name held an earlier version, which this one replaced.
+  public var replaced: Bool {
+    get {_storage._replaced}
+    set {_uniqueStorage()._replaced = newValue}
+  }
+
+  /// Milliseconds spent verifying (SHA-256, structure, signature) and installing.
+  public var installMilliseconds: Double {
+    get {_storage._installMilliseconds}
+    set {_uniqueStorage()._installMilliseconds = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Earshot_V1_DescribeCatalogRequest: Sendable {
@@ -120,7 +284,7 @@ nonisolated extension Earshot_V1_ListCatalogsRequest: SwiftProtobuf.Message, Swi
 
 nonisolated extension Earshot_V1_ListCatalogsResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ListCatalogsResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}catalogs\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}catalogs\0\u{1}uploads\0\u{1}epoch\0\u{3}topic_seq\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -129,6 +293,9 @@ nonisolated extension Earshot_V1_ListCatalogsResponse: SwiftProtobuf.Message, Sw
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.catalogs) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.uploads) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
+      case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.topicSeq) }()
       default: break
       }
     }
@@ -138,11 +305,356 @@ nonisolated extension Earshot_V1_ListCatalogsResponse: SwiftProtobuf.Message, Sw
     if !self.catalogs.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.catalogs, fieldNumber: 1)
     }
+    if !self.uploads.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.uploads, fieldNumber: 2)
+    }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 3)
+    }
+    if !self.topicSeq.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: self.topicSeq, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_ListCatalogsResponse, rhs: Earshot_V1_ListCatalogsResponse) -> Bool {
     if lhs.catalogs != rhs.catalogs {return false}
+    if lhs.uploads != rhs.uploads {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.topicSeq != rhs.topicSeq {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_CatalogNameRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CatalogNameRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_CatalogNameRequest, rhs: Earshot_V1_CatalogNameRequest) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_RemoveCatalogResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RemoveCatalogResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}removed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._removed) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._removed {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_RemoveCatalogResponse, rhs: Earshot_V1_RemoveCatalogResponse) -> Bool {
+    if lhs._removed != rhs._removed {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_BeginUploadRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BeginUploadRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}size\0\u{1}sha256\0\u{3}signer_key\0\u{1}enable\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.signerKey) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.enable) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularUInt64Field(value: self.size, fieldNumber: 2)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 3)
+    }
+    if !self.signerKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.signerKey, fieldNumber: 4)
+    }
+    if self.enable != false {
+      try visitor.visitSingularBoolField(value: self.enable, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_BeginUploadRequest, rhs: Earshot_V1_BeginUploadRequest) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.signerKey != rhs.signerKey {return false}
+    if lhs.enable != rhs.enable {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_UploadChunkRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UploadChunkRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}upload_id\0\u{1}offset\0\u{1}data\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.uploadID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.data) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.uploadID.isEmpty {
+      try visitor.visitSingularStringField(value: self.uploadID, fieldNumber: 1)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
+    }
+    if !self.data.isEmpty {
+      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_UploadChunkRequest, rhs: Earshot_V1_UploadChunkRequest) -> Bool {
+    if lhs.uploadID != rhs.uploadID {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.data != rhs.data {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_UploadRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UploadRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}upload_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.uploadID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.uploadID.isEmpty {
+      try visitor.visitSingularStringField(value: self.uploadID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_UploadRequest, rhs: Earshot_V1_UploadRequest) -> Bool {
+    if lhs.uploadID != rhs.uploadID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_UploadStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".UploadStatus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}upload_id\0\u{1}name\0\u{1}size\0\u{1}offset\0\u{1}resumed\0\u{1}sha256\0\u{3}started_at\0\u{1}enable\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.uploadID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.size) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.resumed) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.startedAt) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.enable) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.uploadID.isEmpty {
+      try visitor.visitSingularStringField(value: self.uploadID, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularUInt64Field(value: self.size, fieldNumber: 3)
+    }
+    if self.offset != 0 {
+      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 4)
+    }
+    if self.resumed != false {
+      try visitor.visitSingularBoolField(value: self.resumed, fieldNumber: 5)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 6)
+    }
+    if !self.startedAt.isEmpty {
+      try visitor.visitSingularStringField(value: self.startedAt, fieldNumber: 7)
+    }
+    if self.enable != false {
+      try visitor.visitSingularBoolField(value: self.enable, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_UploadStatus, rhs: Earshot_V1_UploadStatus) -> Bool {
+    if lhs.uploadID != rhs.uploadID {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.offset != rhs.offset {return false}
+    if lhs.resumed != rhs.resumed {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.startedAt != rhs.startedAt {return false}
+    if lhs.enable != rhs.enable {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_CommitUploadResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CommitUploadResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}catalog\0\u{1}replaced\0\u{3}install_milliseconds\0")
+
+  fileprivate class _StorageClass {
+    var _catalog: Earshot_V1_CatalogSummary? = nil
+    var _replaced: Bool = false
+    var _installMilliseconds: Double = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _catalog = source._catalog
+      _replaced = source._replaced
+      _installMilliseconds = source._installMilliseconds
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._catalog) }()
+        case 2: try { try decoder.decodeSingularBoolField(value: &_storage._replaced) }()
+        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._installMilliseconds) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      try { if let v = _storage._catalog {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      } }()
+      if _storage._replaced != false {
+        try visitor.visitSingularBoolField(value: _storage._replaced, fieldNumber: 2)
+      }
+      if _storage._installMilliseconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._installMilliseconds, fieldNumber: 3)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_CommitUploadResponse, rhs: Earshot_V1_CommitUploadResponse) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._catalog != rhs_storage._catalog {return false}
+        if _storage._replaced != rhs_storage._replaced {return false}
+        if _storage._installMilliseconds != rhs_storage._installMilliseconds {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -118,32 +118,63 @@ public nonisolated struct Earshot_V1_EventEnvelope: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Earshot_V1_CatalogEvent: Sendable {
+public nonisolated struct Earshot_V1_CatalogEvent: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var kind: Earshot_V1_CatalogEvent.Kind = .unspecified
+  public var kind: Earshot_V1_CatalogEvent.Kind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
 
   public var catalog: Earshot_V1_CatalogSummary {
-    get {_catalog ?? Earshot_V1_CatalogSummary()}
-    set {_catalog = newValue}
+    get {_storage._catalog ?? Earshot_V1_CatalogSummary()}
+    set {_uniqueStorage()._catalog = newValue}
   }
   /// Returns true if `catalog` has been explicitly set.
-  public var hasCatalog: Bool {self._catalog != nil}
+  public var hasCatalog: Bool {_storage._catalog != nil}
   /// Clears the value of `catalog`. Subsequent reads from it will return its default value.
-  public mutating func clearCatalog() {self._catalog = nil}
+  public mutating func clearCatalog() {_uniqueStorage()._catalog = nil}
 
-  public var message: String = String()
+  public var message: String {
+    get {_storage._message}
+    set {_uniqueStorage()._message = newValue}
+  }
+
+  /// For KIND_UPLOADED (and a failed commit): the upload.
+  public var upload: Earshot_V1_UploadStatus {
+    get {_storage._upload ?? Earshot_V1_UploadStatus()}
+    set {_uniqueStorage()._upload = newValue}
+  }
+  /// Returns true if `upload` has been explicitly set.
+  public var hasUpload: Bool {_storage._upload != nil}
+  /// Clears the value of `upload`. Subsequent reads from it will return its default value.
+  public mutating func clearUpload() {_uniqueStorage()._upload = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
     public typealias RawValue = Int
     case unspecified // = 0
+
+    /// Verified and mapped at start.
     case loaded // = 1
     case removed // = 2
+
+    /// A file (upload or drop-in) was refused, or a catalog could not be loaded: `message` says why.
     case failed // = 3
+
+    /// An upload's last byte arrived (before verification).
+    case uploaded // = 4
+
+    /// A new name was installed.
+    case installed // = 5
+
+    /// A new version replaced the one serving under this name.
+    case replaced // = 6
+    case enabled // = 7
+    case disabled // = 8
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -156,6 +187,11 @@ public nonisolated struct Earshot_V1_CatalogEvent: Sendable {
       case 1: self = .loaded
       case 2: self = .removed
       case 3: self = .failed
+      case 4: self = .uploaded
+      case 5: self = .installed
+      case 6: self = .replaced
+      case 7: self = .enabled
+      case 8: self = .disabled
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -166,6 +202,11 @@ public nonisolated struct Earshot_V1_CatalogEvent: Sendable {
       case .loaded: return 1
       case .removed: return 2
       case .failed: return 3
+      case .uploaded: return 4
+      case .installed: return 5
+      case .replaced: return 6
+      case .enabled: return 7
+      case .disabled: return 8
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -176,13 +217,18 @@ public nonisolated struct Earshot_V1_CatalogEvent: Sendable {
       .loaded,
       .removed,
       .failed,
+      .uploaded,
+      .installed,
+      .replaced,
+      .enabled,
+      .disabled,
     ]
 
   }
 
   public init() {}
 
-  fileprivate var _catalog: Earshot_V1_CatalogSummary? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Earshot_V1_HealthEvent: Sendable {
@@ -410,50 +456,97 @@ nonisolated extension Earshot_V1_EventEnvelope: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Earshot_V1_CatalogEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CatalogEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}catalog\0\u{1}message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}catalog\0\u{1}message\0\u{1}upload\0")
+
+  fileprivate class _StorageClass {
+    var _kind: Earshot_V1_CatalogEvent.Kind = .unspecified
+    var _catalog: Earshot_V1_CatalogSummary? = nil
+    var _message: String = String()
+    var _upload: Earshot_V1_UploadStatus? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _kind = source._kind
+      _catalog = source._catalog
+      _message = source._message
+      _upload = source._upload
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._catalog) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.message) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._catalog) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._message) }()
+        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._upload) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.kind != .unspecified {
-      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 1)
-    }
-    try { if let v = self._catalog {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    if !self.message.isEmpty {
-      try visitor.visitSingularStringField(value: self.message, fieldNumber: 3)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 1)
+      }
+      try { if let v = _storage._catalog {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      if !_storage._message.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._message, fieldNumber: 3)
+      }
+      try { if let v = _storage._upload {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_CatalogEvent, rhs: Earshot_V1_CatalogEvent) -> Bool {
-    if lhs.kind != rhs.kind {return false}
-    if lhs._catalog != rhs._catalog {return false}
-    if lhs.message != rhs.message {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._catalog != rhs_storage._catalog {return false}
+        if _storage._message != rhs_storage._message {return false}
+        if _storage._upload != rhs_storage._upload {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
 }
 
 nonisolated extension Earshot_V1_CatalogEvent.Kind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_LOADED\0\u{1}KIND_REMOVED\0\u{1}KIND_FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_LOADED\0\u{1}KIND_REMOVED\0\u{1}KIND_FAILED\0\u{1}KIND_UPLOADED\0\u{1}KIND_INSTALLED\0\u{1}KIND_REPLACED\0\u{1}KIND_ENABLED\0\u{1}KIND_DISABLED\0")
 }
 
 nonisolated extension Earshot_V1_HealthEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

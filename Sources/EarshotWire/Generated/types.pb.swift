@@ -109,8 +109,13 @@ public nonisolated enum Earshot_V1_SessionState: SwiftProtobuf.Enum, Swift.CaseI
 public nonisolated enum Earshot_V1_CatalogState: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
   case unspecified // = 0
+
+  /// Kept for compatibility: earlier daemons said LOADED for what is now ACTIVE.
   case loaded // = 1
   case failed // = 2
+  case active // = 3
+  case disabled // = 4
+  case loading // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -122,6 +127,9 @@ public nonisolated enum Earshot_V1_CatalogState: SwiftProtobuf.Enum, Swift.CaseI
     case 0: self = .unspecified
     case 1: self = .loaded
     case 2: self = .failed
+    case 3: self = .active
+    case 4: self = .disabled
+    case 5: self = .loading
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -131,6 +139,9 @@ public nonisolated enum Earshot_V1_CatalogState: SwiftProtobuf.Enum, Swift.CaseI
     case .unspecified: return 0
     case .loaded: return 1
     case .failed: return 2
+    case .active: return 3
+    case .disabled: return 4
+    case .loading: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -140,6 +151,9 @@ public nonisolated enum Earshot_V1_CatalogState: SwiftProtobuf.Enum, Swift.CaseI
     .unspecified,
     .loaded,
     .failed,
+    .active,
+    .disabled,
+    .loading,
   ]
 
 }
@@ -257,10 +271,15 @@ public nonisolated struct Earshot_V1_MatchedMediaItem: @unchecked Sendable {
     set {_uniqueStorage()._referenceIndex = newValue}
   }
 
-  /// Name of the catalog the item comes from.
+  /// Name of the catalog the item comes from, and its version (CatalogSummary.version).
   public var catalog: String {
     get {_storage._catalog}
     set {_uniqueStorage()._catalog = newValue}
+  }
+
+  public var catalogVersion: UInt64 {
+    get {_storage._catalogVersion}
+    set {_uniqueStorage()._catalogVersion = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -362,14 +381,31 @@ public nonisolated struct Earshot_V1_CatalogSummary: Sendable {
 
   public var maximumQueryDuration: Double = 0
 
-  /// The catalog the session matches against.
+  /// Matches search this catalog (state ACTIVE).
   public var active: Bool = false
 
-  /// LOADED: verified and memory-mapped. FAILED: left out; `failure` says why, and only `name`
-  /// is set besides (a catalog that does not verify has no trustworthy counts).
+  /// ACTIVE: verified, mapped and searched by matches. DISABLED: verified and kept, not searched.
+  /// LOADING: being verified. FAILED: not usable; `failure` says why. A catalog whose new file
+  /// failed while an older version still serves stays ACTIVE (or DISABLED) with `failure` set.
   public var state: Earshot_V1_CatalogState = .unspecified
 
   public var failure: String = String()
+
+  /// Counts up each time a new file is installed under this name (upload or drop-in), from 1.
+  public var version: UInt64 = 0
+
+  /// SHA-256 of the file (lower-case hex, as sha256sum prints it).
+  public var sha256: String = String()
+
+  public var installedAt: String = String()
+
+  /// The author's Ed25519 public key (Z85) and trusted name, when the catalog is signed.
+  public var signerKey: String = String()
+
+  public var signerName: String = String()
+
+  /// Whether matches should search it (the state kept across restarts).
+  public var enabled: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -389,7 +425,7 @@ nonisolated extension Earshot_V1_SessionState: SwiftProtobuf._ProtoNameProviding
 }
 
 nonisolated extension Earshot_V1_CatalogState: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CATALOG_STATE_UNSPECIFIED\0\u{1}CATALOG_STATE_LOADED\0\u{1}CATALOG_STATE_FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CATALOG_STATE_UNSPECIFIED\0\u{1}CATALOG_STATE_LOADED\0\u{1}CATALOG_STATE_FAILED\0\u{1}CATALOG_STATE_ACTIVE\0\u{1}CATALOG_STATE_DISABLED\0\u{1}CATALOG_STATE_LOADING\0")
 }
 
 nonisolated extension Earshot_V1_TimeRange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -528,7 +564,7 @@ nonisolated extension Earshot_V1_MediaItem: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MatchedMediaItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}media_item\0\u{3}match_offset\0\u{3}predicted_current_match_offset\0\u{3}frequency_skew\0\u{3}time_skew\0\u{1}confidence\0\u{3}reference_index\0\u{1}catalog\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}media_item\0\u{3}match_offset\0\u{3}predicted_current_match_offset\0\u{3}frequency_skew\0\u{3}time_skew\0\u{1}confidence\0\u{3}reference_index\0\u{1}catalog\0\u{3}catalog_version\0")
 
   fileprivate class _StorageClass {
     var _mediaItem: Earshot_V1_MediaItem? = nil
@@ -539,6 +575,7 @@ nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftP
     var _confidence: Double = 0
     var _referenceIndex: UInt32 = 0
     var _catalog: String = String()
+    var _catalogVersion: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -557,6 +594,7 @@ nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftP
       _confidence = source._confidence
       _referenceIndex = source._referenceIndex
       _catalog = source._catalog
+      _catalogVersion = source._catalogVersion
     }
   }
 
@@ -583,6 +621,7 @@ nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftP
         case 6: try { try decoder.decodeSingularDoubleField(value: &_storage._confidence) }()
         case 7: try { try decoder.decodeSingularUInt32Field(value: &_storage._referenceIndex) }()
         case 8: try { try decoder.decodeSingularStringField(value: &_storage._catalog) }()
+        case 9: try { try decoder.decodeSingularUInt64Field(value: &_storage._catalogVersion) }()
         default: break
         }
       }
@@ -619,6 +658,9 @@ nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftP
       if !_storage._catalog.isEmpty {
         try visitor.visitSingularStringField(value: _storage._catalog, fieldNumber: 8)
       }
+      if _storage._catalogVersion != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._catalogVersion, fieldNumber: 9)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -636,6 +678,7 @@ nonisolated extension Earshot_V1_MatchedMediaItem: SwiftProtobuf.Message, SwiftP
         if _storage._confidence != rhs_storage._confidence {return false}
         if _storage._referenceIndex != rhs_storage._referenceIndex {return false}
         if _storage._catalog != rhs_storage._catalog {return false}
+        if _storage._catalogVersion != rhs_storage._catalogVersion {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -801,7 +844,7 @@ nonisolated extension Earshot_V1_CaptureStatistics: SwiftProtobuf.Message, Swift
 
 nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CatalogSummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0\u{1}state\0\u{1}failure\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0\u{1}state\0\u{1}failure\0\u{1}version\0\u{1}sha256\0\u{3}installed_at\0\u{3}signer_key\0\u{3}signer_name\0\u{1}enabled\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -818,6 +861,12 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
       case 7: try { try decoder.decodeSingularBoolField(value: &self.active) }()
       case 8: try { try decoder.decodeSingularEnumField(value: &self.state) }()
       case 9: try { try decoder.decodeSingularStringField(value: &self.failure) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.version) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.installedAt) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self.signerKey) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self.signerName) }()
+      case 15: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
       default: break
       }
     }
@@ -851,6 +900,24 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
     if !self.failure.isEmpty {
       try visitor.visitSingularStringField(value: self.failure, fieldNumber: 9)
     }
+    if self.version != 0 {
+      try visitor.visitSingularUInt64Field(value: self.version, fieldNumber: 10)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 11)
+    }
+    if !self.installedAt.isEmpty {
+      try visitor.visitSingularStringField(value: self.installedAt, fieldNumber: 12)
+    }
+    if !self.signerKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.signerKey, fieldNumber: 13)
+    }
+    if !self.signerName.isEmpty {
+      try visitor.visitSingularStringField(value: self.signerName, fieldNumber: 14)
+    }
+    if self.enabled != false {
+      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 15)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -864,6 +931,12 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
     if lhs.active != rhs.active {return false}
     if lhs.state != rhs.state {return false}
     if lhs.failure != rhs.failure {return false}
+    if lhs.version != rhs.version {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.installedAt != rhs.installedAt {return false}
+    if lhs.signerKey != rhs.signerKey {return false}
+    if lhs.signerName != rhs.signerName {return false}
+    if lhs.enabled != rhs.enabled {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -249,6 +249,30 @@ def test_current_item_follows_matches_and_session_events(server, publisher, subs
         catalog=pb.CatalogEvent(kind=pb.CatalogEvent.KIND_LOADED, catalog=pb.CatalogSummary(name="demo")),
     )
     assert list(next_update(follower).state.catalogs) == ["demo"]
+    # Uploads: UPLOADED carries no catalog; INSTALLED, REPLACED, DISABLED… are the summary now.
+    publisher.publish(
+        Topics.CATALOG,
+        catalog=pb.CatalogEvent(kind=pb.CatalogEvent.KIND_UPLOADED, upload=pb.UploadStatus(name="news")),
+    )
+    assert list(next_update(follower).state.catalogs) == ["demo"]
+    for kind, version in ((pb.CatalogEvent.KIND_INSTALLED, 1), (pb.CatalogEvent.KIND_REPLACED, 2)):
+        publisher.publish(
+            Topics.CATALOG, catalog=pb.CatalogEvent(kind=kind, catalog=pb.CatalogSummary(name="news", version=version))
+        )
+        assert next_update(follower).state.catalogs["news"].version == version
+    publisher.publish(
+        Topics.CATALOG,
+        catalog=pb.CatalogEvent(
+            kind=pb.CatalogEvent.KIND_DISABLED,
+            catalog=pb.CatalogSummary(name="news", version=2, state=pb.CATALOG_STATE_DISABLED),
+        ),
+    )
+    assert next_update(follower).state.catalogs["news"].state == pb.CATALOG_STATE_DISABLED
+    publisher.publish(
+        Topics.CATALOG,
+        catalog=pb.CatalogEvent(kind=pb.CatalogEvent.KIND_REMOVED, catalog=pb.CatalogSummary(name="demo")),
+    )
+    assert list(next_update(follower).state.catalogs) == ["news"]
 
 
 def test_predict_offset():

@@ -9,7 +9,7 @@ See the README next to ``pyproject.toml`` for streams, events and the late-joine
 """
 
 from . import pb
-from .client import Client, CurveKeys, ResponseStream
+from .client import Client, CurveKeys, ResponseStream, catalog_name_of, catalog_signer_key
 from .errors import RpcError, StatusCode, code_name
 from .events import Subscriber
 from .follower import FollowerState, StateFollower, Update, predict_offset
@@ -33,6 +33,8 @@ __all__ = [
     "Subscriber",
     "Topics",
     "Update",
+    "catalog_name_of",
+    "catalog_signer_key",
     "code_name",
     "pb",
     "predict_offset",

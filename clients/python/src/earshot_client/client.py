@@ -9,6 +9,7 @@ a stream can stay open while other calls are made on the same client (from the s
 from __future__ import annotations
 
 import collections
+import hashlib
 import math
 import os
 import threading
@@ -25,7 +26,9 @@ from google.protobuf.message import DecodeError, Message
 from . import pb
 from .errors import RpcError, StatusCode
 from .protocol import (
+    DEFAULT_CHUNK_BYTES,
     DEFAULT_SERVER,
+    MAX_CHUNK_BYTES,
     MAX_TIMEOUT_MS,
     SIGNATURE,
     Methods,
@@ -85,6 +88,61 @@ def _timeout_ms(seconds: float) -> int:
 def _check_timeout(timeout: Optional[float], what: str = "timeout") -> None:
     if timeout is not None and not timeout > 0:
         raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
+
+
+#: A signed catalog ends with this trailer: the magic, the author's Ed25519 public key (32
+#: bytes) and the signature (64 bytes).
+SIGNATURE_TRAILER_MAGIC = b"EARSIG01"
+SIGNATURE_TRAILER_BYTES = len(SIGNATURE_TRAILER_MAGIC) + 32 + 64
+CATALOG_EXTENSION = ".earcat"
+_MAX_OUT_OF_RANGE = 8
+_READ_BYTES = 1 << 20
+
+
+def catalog_name_of(path: Union[str, "os.PathLike[str]"]) -> str:
+    """The catalog name a file installs as by default: its name without ``.earcat``."""
+    base = os.path.basename(os.fspath(path))
+    return base[: -len(CATALOG_EXTENSION)] if base.endswith(CATALOG_EXTENSION) and base != CATALOG_EXTENSION else base
+
+
+def catalog_signer_key(data: Union[bytes, bytearray, memoryview]) -> Optional[bytes]:
+    """The author's 32-byte public key from a catalog's signature trailer (the file's last 104
+    bytes, starting with ``EARSIG01``), or None for an unsigned catalog. ``data``: the whole
+    file, or at least its last 104 bytes. The signature itself is checked by the daemon."""
+    tail = bytes(data[-SIGNATURE_TRAILER_BYTES:]) if len(data) >= SIGNATURE_TRAILER_BYTES else b""
+    if not tail.startswith(SIGNATURE_TRAILER_MAGIC):
+        return None
+    start = len(SIGNATURE_TRAILER_MAGIC)
+    return tail[start : start + 32]
+
+
+def _scan_catalog_file(f) -> Tuple[int, bytes, Optional[bytes]]:
+    """(size, SHA-256, signer key or None) of an open file, read once in pieces."""
+    digest = hashlib.sha256()
+    size = 0
+    tail = b""
+    while True:
+        block = f.read(_READ_BYTES)
+        if not block:
+            break
+        digest.update(block)
+        size += len(block)
+        tail = (tail + block)[-SIGNATURE_TRAILER_BYTES:]
+    return size, digest.digest(), catalog_signer_key(tail)
+
+
+def _digest_bytes(sha256: Union[bytes, bytearray, memoryview, str]) -> bytes:
+    """A SHA-256 as 32 bytes, given as bytes or as 64 hex digits (sha256sum's form)."""
+    if isinstance(sha256, str):
+        try:
+            digest = bytes.fromhex(sha256)
+        except ValueError:
+            raise ValueError(f"sha256 {sha256!r}: expected 64 hex digits or 32 bytes") from None
+    else:
+        digest = bytes(sha256)
+    if len(digest) != 32:
+        raise ValueError(f"sha256: expected 32 bytes (or 64 hex digits), got {len(digest)} bytes")
+    return digest
 
 
 class Client:
@@ -322,16 +380,171 @@ class Client:
         """Session/GetSnapshot: state, current match, epoch and per-topic sequence numbers."""
         return self.call(Methods.GET_SNAPSHOT, pb.GetSnapshotRequest(), pb.SessionSnapshot, timeout)
 
+    # Catalogs: every method of earshot.v1.Catalogs needs the admin role (a CURVE key listed
+    # as admin, or a daemon with security.mode = "none"); others get PERMISSION_DENIED.
+
     def catalogs(self, timeout: Optional[float] = None) -> List[pb.CatalogSummary]:
-        """Catalogs/List: every catalog the daemon holds (``.active`` marks the one in use)."""
-        return list(
-            self.call(Methods.LIST_CATALOGS, pb.ListCatalogsRequest(), pb.ListCatalogsResponse, timeout).catalogs
-        )
+        """Catalogs/List, the catalogs only: every catalog the daemon holds (``.active``: matches
+        search it; ``.state``, ``.version``, ``.sha256``…). :meth:`list_catalogs` also gives the
+        uploads in progress."""
+        return list(self.list_catalogs(timeout).catalogs)
+
+    def list_catalogs(self, timeout: Optional[float] = None) -> pb.ListCatalogsResponse:
+        """Catalogs/List: ``.catalogs`` (``CatalogSummary``), ``.uploads`` in progress
+        (``UploadStatus``), and ``.epoch`` / ``.topic_seq`` to follow the ``catalog/`` topic from
+        (drop its events with ``seq <= topic_seq[Topics.CATALOG]`` of this epoch)."""
+        return self.call(Methods.LIST_CATALOGS, pb.ListCatalogsRequest(), pb.ListCatalogsResponse, timeout)
 
     def describe_catalog(self, name: str, timeout: Optional[float] = None) -> pb.CatalogDescription:
         """Catalogs/Describe: a catalog's references and their media items (NOT_FOUND if none
-        has that name)."""
+        has that name; FAILED_PRECONDITION if it has no version that verified)."""
         return self.call(Methods.DESCRIBE_CATALOG, pb.DescribeCatalogRequest(name=name), pb.CatalogDescription, timeout)
+
+    def enable_catalog(self, name: str, timeout: Optional[float] = None) -> pb.CatalogSummary:
+        """Catalogs/Enable: matches search the catalog from now on (kept across restarts).
+        Returns its summary; NOT_FOUND for an unknown name, FAILED_PRECONDITION if no version of
+        it verified."""
+        return self.call(Methods.ENABLE_CATALOG, pb.CatalogNameRequest(name=name), pb.CatalogSummary, timeout)
+
+    def disable_catalog(self, name: str, timeout: Optional[float] = None) -> pb.CatalogSummary:
+        """Catalogs/Disable: matches stop searching the catalog; its file is kept. Returns its
+        summary; NOT_FOUND for an unknown name."""
+        return self.call(Methods.DISABLE_CATALOG, pb.CatalogNameRequest(name=name), pb.CatalogSummary, timeout)
+
+    def remove_catalog(self, name: str, timeout: Optional[float] = None) -> pb.RemoveCatalogResponse:
+        """Catalogs/Remove: deletes the catalog's file (matches already running finish on it).
+        ``.removed`` is its last summary; NOT_FOUND for an unknown name."""
+        return self.call(Methods.REMOVE_CATALOG, pb.CatalogNameRequest(name=name), pb.RemoveCatalogResponse, timeout)
+
+    def begin_upload(
+        self,
+        name: str,
+        size: int,
+        sha256: Union[bytes, str],
+        *,
+        signer_key: Optional[bytes] = None,
+        enable: bool = False,
+        timeout: Optional[float] = None,
+    ) -> pb.UploadStatus:
+        """Catalogs/BeginUpload: starts uploading a catalog file of ``size`` bytes whose SHA-256
+        is ``sha256`` (32 bytes, or 64 hex digits) to install as ``name``. When an upload of the
+        same name, size and SHA-256 is in progress, the daemon resumes it (``.resumed``):
+        ``.offset`` is where the next piece goes. ``signer_key``: the 32-byte public key of the
+        signature in the file, so an untrusted author is refused (PERMISSION_DENIED) before the
+        transfer. ``enable``: enable the catalog once installed (a new name only). Most callers
+        want :meth:`push_catalog`, which does the whole upload."""
+        digest = _digest_bytes(sha256)
+        request = pb.BeginUploadRequest(name=name, size=int(size), sha256=digest, enable=enable)
+        if signer_key:
+            request.signer_key = bytes(signer_key)
+        return self.call(Methods.BEGIN_UPLOAD, request, pb.UploadStatus, timeout)
+
+    def upload_chunk(
+        self, upload_id: str, offset: int, data: Union[bytes, bytearray, memoryview], timeout: Optional[float] = None
+    ) -> pb.UploadStatus:
+        """Catalogs/UploadChunk: the bytes of the file at ``offset`` (1 MiB pieces are
+        recommended; the message limit is 4 MiB). The reply's ``.offset`` is the bytes now held.
+        A piece already held is acknowledged without being written twice; one that starts past
+        what is held is refused with OUT_OF_RANGE (ask :meth:`get_upload` where to go on)."""
+        request = pb.UploadChunkRequest(upload_id=upload_id, offset=int(offset), data=bytes(data))
+        return self.call(Methods.UPLOAD_CHUNK, request, pb.UploadStatus, timeout)
+
+    def get_upload(self, upload_id: str, timeout: Optional[float] = None) -> pb.UploadStatus:
+        """Catalogs/GetUpload: an upload in progress (NOT_FOUND once committed, aborted or expired)."""
+        return self.call(Methods.GET_UPLOAD, pb.UploadRequest(upload_id=upload_id), pb.UploadStatus, timeout)
+
+    def commit_upload(self, upload_id: str, timeout: Optional[float] = None) -> pb.CommitUploadResponse:
+        """Catalogs/CommitUpload: verifies the whole file (SHA-256, structure, signature) and
+        installs it. ``.catalog`` is the installed catalog's summary, ``.replaced`` whether it
+        replaced an earlier version of the name. Refusals: DATA_LOSS (the bytes do not have the
+        declared SHA-256), INVALID_ARGUMENT (not a valid catalog, or a bad signature),
+        PERMISSION_DENIED (an untrusted author), FAILED_PRECONDITION (bytes still missing). A
+        refused file is deleted by the daemon: begin again."""
+        return self.call(Methods.COMMIT_UPLOAD, pb.UploadRequest(upload_id=upload_id), pb.CommitUploadResponse, timeout)
+
+    def abort_upload(self, upload_id: str, timeout: Optional[float] = None) -> pb.UploadStatus:
+        """Catalogs/AbortUpload: deletes an upload in progress and its bytes; returns its last status."""
+        return self.call(Methods.ABORT_UPLOAD, pb.UploadRequest(upload_id=upload_id), pb.UploadStatus, timeout)
+
+    def push_catalog(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        name: Optional[str] = None,
+        *,
+        enable: bool = False,
+        chunk_size: int = DEFAULT_CHUNK_BYTES,
+        progress: Optional[Callable[[int, int], None]] = None,
+        timeout: Optional[float] = None,
+        commit_timeout: float = 120.0,
+    ) -> pb.CommitUploadResponse:
+        """Uploads the catalog file at ``path`` and installs it as ``name`` (default: the file
+        name without ``.earcat``); returns the ``CommitUploadResponse`` (``.catalog.version``,
+        ``.replaced``…). Needs the admin role.
+
+        Resumable: the file is hashed first (SHA-256, read in pieces), and BeginUpload with the
+        same name, size and digest resumes an upload an earlier push left unfinished (killed,
+        timed out, disconnected), so calling this again sends only the bytes the daemon does not
+        hold yet. Pieces of ``chunk_size`` bytes (1 MiB; at most 4 MiB less 64 KiB) go from the
+        offset the daemon returns; after an OUT_OF_RANGE the push asks GetUpload where to go on.
+
+        ``progress(sent_bytes, total_bytes)`` is called once before the first piece (with the
+        offset the upload resumes from, 0 for a new one) and after every acknowledged piece; an
+        exception it raises stops the push, leaving the upload to resume. ``enable``: enable the
+        catalog once installed (a new name; a replaced catalog keeps its state, and a resumed
+        upload keeps the choice made when it began). ``timeout``: the deadline of each call
+        (default: the client's); ``commit_timeout`` that of the commit, which verifies the whole
+        file.
+
+        A signed catalog (the last 104 bytes are the ``EARSIG01`` trailer) declares its author's
+        public key, so a daemon that does not trust the author refuses it (PERMISSION_DENIED)
+        before the transfer. Other refusals are :class:`RpcError`: RESOURCE_EXHAUSTED (too large,
+        too many uploads, no disk space), DATA_LOSS (the file changed while it was sent),
+        INVALID_ARGUMENT (a bad name, not a valid catalog, a bad signature).
+        """
+        if not isinstance(chunk_size, int) or not 0 < chunk_size <= MAX_CHUNK_BYTES:
+            raise ValueError(f"chunk_size must be 1 to {MAX_CHUNK_BYTES} bytes, not {chunk_size!r}")
+        _check_timeout(timeout)
+        _check_timeout(commit_timeout, "commit_timeout")
+        if name is None:
+            name = catalog_name_of(path)
+        with open(path, "rb") as f:
+            size, digest, signer_key = _scan_catalog_file(f)
+            status = self.begin_upload(
+                name, size, digest, signer_key=signer_key, enable=enable, timeout=timeout
+            )
+            upload_id = status.upload_id
+            offset = status.offset
+            if progress is not None:
+                progress(offset, size)
+            refusals = 0  # OUT_OF_RANGE in a row, without a piece acknowledged in between
+            while offset < size:
+                f.seek(offset)
+                data = f.read(min(chunk_size, size - offset))
+                if len(data) != min(chunk_size, size - offset):
+                    raise OSError(f"{os.fspath(path)}: the file shrank while it was sent (now {offset + len(data)} bytes)")
+                try:
+                    status = self.upload_chunk(upload_id, offset, data, timeout)
+                except RpcError as error:
+                    refusals += 1
+                    if error.code != StatusCode.OUT_OF_RANGE or refusals > _MAX_OUT_OF_RANGE:
+                        raise
+                    held = self.get_upload(upload_id, timeout).offset
+                    if held == offset or held > size:
+                        raise  # not a question of where to send from (e.g. the piece passes the size)
+                    offset = held
+                    continue
+                if status.offset <= offset:
+                    raise RpcError(
+                        StatusCode.INTERNAL,
+                        f"{self.server} acknowledged a piece of {len(data)} bytes at offset {offset}"
+                        f" but holds only {status.offset}",
+                        method=Methods.UPLOAD_CHUNK,
+                    )
+                refusals = 0
+                offset = status.offset
+                if progress is not None:
+                    progress(offset, size)
+            return self.commit_upload(upload_id, commit_timeout)
 
     def health(self, service: str = "", timeout: Optional[float] = None) -> int:
         """Health/Check: the serving status (``pb.SERVING_STATUS_SERVING``…) of ``service``

@@ -24,6 +24,19 @@ from .errors import RpcError
 from .events import Subscriber
 from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, Topics
 
+#: ``catalog`` events whose summary is the catalog's state now (REMOVED drops it; UPLOADED
+#: carries the upload, not a catalog).
+_CATALOG_SUMMARY_KINDS = frozenset(
+    (
+        pb.CatalogEvent.KIND_LOADED,
+        pb.CatalogEvent.KIND_FAILED,
+        pb.CatalogEvent.KIND_INSTALLED,
+        pb.CatalogEvent.KIND_REPLACED,
+        pb.CatalogEvent.KIND_ENABLED,
+        pb.CatalogEvent.KIND_DISABLED,
+    )
+)
+
 
 def predict_offset(item: pb.MatchedMediaItem, at_unix_ms: int, now_unix_ms: Optional[float] = None) -> float:
     """Where in the reference the programme is now: the item's ``predicted_current_match_offset``
@@ -52,7 +65,8 @@ class FollowerState:
     current_item_at_ms: int = 0
     #: The last ``health`` event's status (``pb.SERVING_STATUS_…``); None before one.
     health: Optional[int] = None
-    #: Catalogs as ``catalog`` events announced them (name → summary).
+    #: Catalogs as ``catalog`` events of this epoch announced them (name → summary: loaded,
+    #: installed, replaced, enabled, disabled or failed; removed ones are dropped).
     catalogs: Dict[str, pb.CatalogSummary] = dataclasses.field(default_factory=dict)
 
     @property
@@ -334,10 +348,10 @@ class StateFollower:
         elif body == "catalog":
             catalogs = dict(state.catalogs)
             change = event.catalog
-            if change.HasField("catalog"):
+            if change.HasField("catalog") and change.catalog.name:
                 if change.kind == pb.CatalogEvent.KIND_REMOVED:
                     catalogs.pop(change.catalog.name, None)
-                elif change.kind == pb.CatalogEvent.KIND_LOADED:
+                elif change.kind in _CATALOG_SUMMARY_KINDS:
                     catalogs[change.catalog.name] = change.catalog
             state = dataclasses.replace(state, catalogs=catalogs)
         else:

@@ -26,6 +26,14 @@ class Methods:
     GET_SNAPSHOT = "/earshot.v1.Session/GetSnapshot"
     LIST_CATALOGS = "/earshot.v1.Catalogs/List"
     DESCRIBE_CATALOG = "/earshot.v1.Catalogs/Describe"
+    ENABLE_CATALOG = "/earshot.v1.Catalogs/Enable"
+    DISABLE_CATALOG = "/earshot.v1.Catalogs/Disable"
+    REMOVE_CATALOG = "/earshot.v1.Catalogs/Remove"
+    BEGIN_UPLOAD = "/earshot.v1.Catalogs/BeginUpload"
+    UPLOAD_CHUNK = "/earshot.v1.Catalogs/UploadChunk"
+    GET_UPLOAD = "/earshot.v1.Catalogs/GetUpload"
+    COMMIT_UPLOAD = "/earshot.v1.Catalogs/CommitUpload"
+    ABORT_UPLOAD = "/earshot.v1.Catalogs/AbortUpload"
     HEALTH_CHECK = "/earshot.v1.Health/Check"
     HEALTH_WATCH = "/earshot.v1.Health/Watch"  # server-streaming
     GET_STATS = "/earshot.v1.Health/GetStats"
@@ -42,6 +50,15 @@ class Topics:
 
     ALL = (SESSION, MATCH, CATALOG, HEALTH, HEARTBEAT)
 
+
+#: Largest message the daemon accepts by default (``rpc.max_message_bytes``): a bigger one
+#: disconnects the client.
+MAX_MESSAGE_BYTES = 4 << 20
+
+#: Catalog upload: the recommended piece size, and the largest this client sends (the message
+#: limit less room for the envelope around the piece).
+DEFAULT_CHUNK_BYTES = 1 << 20
+MAX_CHUNK_BYTES = MAX_MESSAGE_BYTES - (64 << 10)
 
 #: Largest ``timeout_ms`` the envelope can carry (uint32): about 49.7 days, "no deadline".
 MAX_TIMEOUT_MS = 0xFFFFFFFF

@@ -14,23 +14,41 @@ _sym_db = _symbol_database.Default()
 from earshot.v1 import types_pb2 as earshot_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x65\x61rshot/v1/catalogs.proto\x12\nearshot.v1\x1a\x16\x65\x61rshot/v1/types.proto\"\x15\n\x13ListCatalogsRequest\"D\n\x14ListCatalogsResponse\x12,\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32\x1a.earshot.v1.CatalogSummary\"&\n\x16\x44\x65scribeCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"k\n\x14ReferenceDescription\x12\r\n\x05index\x18\x01 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x02 \x01(\x01\x12*\n\x0bmedia_items\x18\x03 \x03(\x0b\x32\x15.earshot.v1.MediaItem\"w\n\x12\x43\x61talogDescription\x12+\n\x07summary\x18\x01 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12\x34\n\nreferences\x18\x02 \x03(\x0b\x32 .earshot.v1.ReferenceDescription2\xa5\x01\n\x08\x43\x61talogs\x12I\n\x04List\x12\x1f.earshot.v1.ListCatalogsRequest\x1a .earshot.v1.ListCatalogsResponse\x12N\n\x08\x44\x65scribe\x12\".earshot.v1.DescribeCatalogRequest\x1a\x1e.earshot.v1.CatalogDescriptionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x65\x61rshot/v1/catalogs.proto\x12\nearshot.v1\x1a\x16\x65\x61rshot/v1/types.proto\"\x15\n\x13ListCatalogsRequest\"\xf2\x01\n\x14ListCatalogsResponse\x12,\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12)\n\x07uploads\x18\x02 \x03(\x0b\x32\x18.earshot.v1.UploadStatus\x12\r\n\x05\x65poch\x18\x03 \x01(\x04\x12\x41\n\ttopic_seq\x18\x04 \x03(\x0b\x32..earshot.v1.ListCatalogsResponse.TopicSeqEntry\x1a/\n\rTopicSeqEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\"\n\x12\x43\x61talogNameRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"D\n\x15RemoveCatalogResponse\x12+\n\x07removed\x18\x01 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\"d\n\x12\x42\x65ginUploadRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0e\n\x06sha256\x18\x03 \x01(\x0c\x12\x12\n\nsigner_key\x18\x04 \x01(\x0c\x12\x0e\n\x06\x65nable\x18\x05 \x01(\x08\"E\n\x12UploadChunkRequest\x12\x11\n\tupload_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\"\n\rUploadRequest\x12\x11\n\tupload_id\x18\x01 \x01(\t\"\x92\x01\n\x0cUploadStatus\x12\x11\n\tupload_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x0e\n\x06offset\x18\x04 \x01(\x04\x12\x0f\n\x07resumed\x18\x05 \x01(\x08\x12\x0e\n\x06sha256\x18\x06 \x01(\t\x12\x12\n\nstarted_at\x18\x07 \x01(\t\x12\x0e\n\x06\x65nable\x18\x08 \x01(\x08\"s\n\x14\x43ommitUploadResponse\x12+\n\x07\x63\x61talog\x18\x01 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12\x10\n\x08replaced\x18\x02 \x01(\x08\x12\x1c\n\x14install_milliseconds\x18\x03 \x01(\x01\"&\n\x16\x44\x65scribeCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"k\n\x14ReferenceDescription\x12\r\n\x05index\x18\x01 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x02 \x01(\x01\x12*\n\x0bmedia_items\x18\x03 \x03(\x0b\x32\x15.earshot.v1.MediaItem\"w\n\x12\x43\x61talogDescription\x12+\n\x07summary\x18\x01 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12\x34\n\nreferences\x18\x02 \x03(\x0b\x32 .earshot.v1.ReferenceDescription2\xe4\x05\n\x08\x43\x61talogs\x12I\n\x04List\x12\x1f.earshot.v1.ListCatalogsRequest\x1a .earshot.v1.ListCatalogsResponse\x12N\n\x08\x44\x65scribe\x12\".earshot.v1.DescribeCatalogRequest\x1a\x1e.earshot.v1.CatalogDescription\x12\x44\n\x06\x45nable\x12\x1e.earshot.v1.CatalogNameRequest\x1a\x1a.earshot.v1.CatalogSummary\x12\x45\n\x07\x44isable\x12\x1e.earshot.v1.CatalogNameRequest\x1a\x1a.earshot.v1.CatalogSummary\x12K\n\x06Remove\x12\x1e.earshot.v1.CatalogNameRequest\x1a!.earshot.v1.RemoveCatalogResponse\x12G\n\x0b\x42\x65ginUpload\x12\x1e.earshot.v1.BeginUploadRequest\x1a\x18.earshot.v1.UploadStatus\x12G\n\x0bUploadChunk\x12\x1e.earshot.v1.UploadChunkRequest\x1a\x18.earshot.v1.UploadStatus\x12@\n\tGetUpload\x12\x19.earshot.v1.UploadRequest\x1a\x18.earshot.v1.UploadStatus\x12K\n\x0c\x43ommitUpload\x12\x19.earshot.v1.UploadRequest\x1a .earshot.v1.CommitUploadResponse\x12\x42\n\x0b\x41\x62ortUpload\x12\x19.earshot.v1.UploadRequest\x1a\x18.earshot.v1.UploadStatusb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'earshot.v1.catalogs_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
+  _LISTCATALOGSRESPONSE_TOPICSEQENTRY._options = None
+  _LISTCATALOGSRESPONSE_TOPICSEQENTRY._serialized_options = b'8\001'
   _LISTCATALOGSREQUEST._serialized_start=65
   _LISTCATALOGSREQUEST._serialized_end=86
-  _LISTCATALOGSRESPONSE._serialized_start=88
-  _LISTCATALOGSRESPONSE._serialized_end=156
-  _DESCRIBECATALOGREQUEST._serialized_start=158
-  _DESCRIBECATALOGREQUEST._serialized_end=196
-  _REFERENCEDESCRIPTION._serialized_start=198
-  _REFERENCEDESCRIPTION._serialized_end=305
-  _CATALOGDESCRIPTION._serialized_start=307
-  _CATALOGDESCRIPTION._serialized_end=426
-  _CATALOGS._serialized_start=429
-  _CATALOGS._serialized_end=594
+  _LISTCATALOGSRESPONSE._serialized_start=89
+  _LISTCATALOGSRESPONSE._serialized_end=331
+  _LISTCATALOGSRESPONSE_TOPICSEQENTRY._serialized_start=284
+  _LISTCATALOGSRESPONSE_TOPICSEQENTRY._serialized_end=331
+  _CATALOGNAMEREQUEST._serialized_start=333
+  _CATALOGNAMEREQUEST._serialized_end=367
+  _REMOVECATALOGRESPONSE._serialized_start=369
+  _REMOVECATALOGRESPONSE._serialized_end=437
+  _BEGINUPLOADREQUEST._serialized_start=439
+  _BEGINUPLOADREQUEST._serialized_end=539
+  _UPLOADCHUNKREQUEST._serialized_start=541
+  _UPLOADCHUNKREQUEST._serialized_end=610
+  _UPLOADREQUEST._serialized_start=612
+  _UPLOADREQUEST._serialized_end=646
+  _UPLOADSTATUS._serialized_start=649
+  _UPLOADSTATUS._serialized_end=795
+  _COMMITUPLOADRESPONSE._serialized_start=797
+  _COMMITUPLOADRESPONSE._serialized_end=912
+  _DESCRIBECATALOGREQUEST._serialized_start=914
+  _DESCRIBECATALOGREQUEST._serialized_end=952
+  _REFERENCEDESCRIPTION._serialized_start=954
+  _REFERENCEDESCRIPTION._serialized_end=1061
+  _CATALOGDESCRIPTION._serialized_start=1063
+  _CATALOGDESCRIPTION._serialized_end=1182
+  _CATALOGS._serialized_start=1185
+  _CATALOGS._serialized_end=1925
 # @@protoc_insertion_point(module_scope)

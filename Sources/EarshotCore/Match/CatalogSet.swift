@@ -1,0 +1,100 @@
+/// The catalogs a match searches, each labelled with the name and version the daemon gave it.
+/// A value: a swap makes a new set, and whoever still holds the old one keeps its catalogs
+/// mapped until it lets go.
+public struct CatalogSet: Sendable {
+    public struct Member: Sendable {
+        public let name: String
+        public let version: Int
+        public let catalog: MappedCatalog
+
+        public init(name: String, version: Int, catalog: MappedCatalog) {
+            self.name = name
+            self.version = version
+            self.catalog = catalog
+        }
+    }
+
+    public let members: [Member]
+
+    public init(_ members: [Member]) {
+        self.members = members
+    }
+
+    public static let empty = CatalogSet([])
+
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// The shortest query any member accepts (nil without members).
+    public var minimumQueryDuration: Double? { members.map(\.catalog.minimumQuerySignatureDuration).min() }
+    /// The longest query any member accepts (nil without members).
+    public var maximumQueryDuration: Double? { members.map(\.catalog.maximumQuerySignatureDuration).max() }
+}
+
+/// Matches a signature against every catalog of a `CatalogSet` (one `Matcher` each) and merges
+/// the answers, best first, each item labelled with its catalog. A query longer than a
+/// member accepts is cut to its last seconds for that member; a member whose minimum the query
+/// does not reach is skipped. Like `Matcher`, one instance serves one thread at a time.
+public final class CatalogSetMatcher {
+    public private(set) var catalogs: CatalogSet
+    private var matchers: [Matcher]
+
+    public init(_ catalogs: CatalogSet) {
+        self.catalogs = catalogs
+        matchers = catalogs.members.map { Matcher(catalog: $0.catalog) }
+    }
+
+    /// Switches to `catalogs`, keeping the matchers (and their scratch space) of members that stay.
+    public func use(_ catalogs: CatalogSet) {
+        var kept: [ObjectIdentifier: Matcher] = [:]
+        for m in matchers { kept[ObjectIdentifier(m.catalog)] = m }
+        matchers = catalogs.members.map { kept[ObjectIdentifier($0.catalog)] ?? Matcher(catalog: $0.catalog) }
+        self.catalogs = catalogs
+    }
+
+    /// What `match` answers when no catalog is enabled.
+    public static let noCatalog = EarshotError.catalogInvalid("no catalog is enabled: install or enable one (earshot remote catalog push / enable)")
+
+    public func match(_ signature: Signature) -> MatchResult {
+        guard !matchers.isEmpty else { return .error(Self.noCatalog) }
+        var items: [MatchedMediaItem] = []
+        var firstError: EarshotError?
+        var searched = 0
+        for (member, matcher) in zip(catalogs.members, matchers) {
+            let catalog = member.catalog
+            let slack = 0.05
+            if signature.duration + slack < catalog.minimumQuerySignatureDuration { continue }
+            var query = signature
+            var cut = 0.0
+            if signature.duration > catalog.maximumQuerySignatureDuration + slack {
+                cut = signature.duration - catalog.maximumQuerySignatureDuration
+                guard let tail = try? signature.slice(from: cut, duration: catalog.maximumQuerySignatureDuration) else { continue }
+                query = tail
+            }
+            searched += 1
+            switch matcher.match(query) {
+            case .match(let found):
+                for var item in found {
+                    item.catalogName = member.name
+                    item.catalogVersion = member.version
+                    // The offset of the whole query's start, not of the cut one's.
+                    item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -cut)
+                    items.append(item)
+                }
+            case .noMatch:
+                break
+            case .error(let e):
+                if firstError == nil { firstError = e }
+            }
+        }
+        if searched == 0 {
+            // Too short for every catalog: the one matcher's own message says by how much.
+            return matchers[0].match(signature)
+        }
+        if items.isEmpty { return firstError.map { .error($0) } ?? .noMatch }
+        // Stable: within a catalog the matcher's order stands.
+        let ranked = items.enumerated().sorted { a, b in
+            a.element.confidence != b.element.confidence ? a.element.confidence > b.element.confidence : a.offset < b.offset
+        }.map(\.element)
+        return .match(ranked)
+    }
+}
