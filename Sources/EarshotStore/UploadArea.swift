@@ -42,7 +42,8 @@ public final class UploadArea {
         public let size: Int
         public let sha256: [UInt8]
         /// Enable the catalog when it is installed (a new name; a replacement keeps its state).
-        public let enable: Bool
+        /// The latest begin decides (a resumed upload takes the resuming caller's wish).
+        public fileprivate(set) var enable: Bool
         /// Unix seconds.
         public let started: Double
         public fileprivate(set) var lastActivity: Double
@@ -126,6 +127,11 @@ public final class UploadArea {
         }
         if let existing = entries.values.first(where: { $0.upload.name == name && $0.upload.size == size && $0.upload.sha256 == sha256 }) {
             existing.upload.lastActivity = now
+            if existing.upload.enable != enable {
+                existing.upload.enable = enable
+                // Best effort: after a restart before the commit, the first wish would stand.
+                try? AtomicFile.write(Array(Self.declaration(existing.upload).utf8), to: path(existing.upload.id, "upload"), mode: 0o600)
+            }
             return (existing.upload, true)
         }
         guard size > 0 else { throw Problem(.invalidArgument, "size must be the catalog file's length in bytes (> 0)") }

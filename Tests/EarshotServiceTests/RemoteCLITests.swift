@@ -54,6 +54,48 @@ struct RemoteCLITests {
         #expect(watch.out.contains("now playing: Piece 1"))
     }
 
+    /// A catalog author's whole path: an author key, `catalog sign`, `catalog display` showing
+    /// the signer, `remote catalog push` to two boxes at once (one of which refuses the admin
+    /// call from an operator key), `list`, `disable`, `remove`.
+    @Test func signAndPushToTwoBoxes() throws {
+        let one = try DaemonHarness(), two = try DaemonHarness()
+        let dir = one.directory.path
+        let adminKey = dir + "/admin.key"
+        try CurveKeyFile.writeSecret(try #require(one.clientKeys[.admin]), to: adminKey, comment: "test admin")
+        // The same admin key for the second box: allow it there too.
+        try (DaemonHarness.allowList([(one.clientKeys[.admin]!, "admin", .admin)]))
+            .write(to: two.allowListURL, atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 1.5)  // the allow-list is re-read within a second
+
+        let catalog = dir + "/show.earcat"
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let keygen = try earshot(["keygen", "--author", "-o", dir + "/studio"])
+        #expect(keygen.status == 0 && keygen.out.contains("studio.author.key"), "\(keygen.err)")
+        let sign = try earshot(["catalog", "sign", "-c", catalog, "--key", dir + "/studio.author.key"])
+        #expect(sign.status == 0, "\(sign.err)")
+        let display = try earshot(["catalog", "display", "-c", catalog])
+        #expect(display.out.contains("signed by:") && !display.out.contains("unsigned"), "\(display.out)")
+
+        let fleet = dir + "/fleet.txt"
+        try "# two boxes\n\(one.rpcEndpoint) \(try #require(one.serverPublicKey))\n\(two.rpcEndpoint) \(try #require(two.serverPublicKey))\n"
+            .write(toFile: fleet, atomically: true, encoding: .utf8)
+        let push = try earshot(["remote", "catalog", "push", catalog, "--name", "signed", "--enable", "--servers-file", fleet,
+                                "--key", adminKey])
+        #expect(push.status == 0, "\(push.out) \(push.err)")
+        #expect(push.out.contains("BOX") && push.out.components(separatedBy: "installed signed v1").count == 3, "\(push.out)")
+
+        let k = ["--server", one.rpcEndpoint, "--server-key", try #require(one.serverPublicKey), "--key", adminKey]
+        let list = try earshot(["remote", "catalog", "list"] + k)
+        #expect(list.status == 0 && list.out.contains("signed") && list.out.contains("v1"), "\(list.out) \(list.err)")
+        #expect(try earshot(["remote", "catalog", "disable", "signed"] + k).out.contains("disabled"))
+        #expect(try earshot(["remote", "catalog", "remove", "signed"] + k).status == 0)
+        let missing = try earshot(["remote", "catalog", "remove", "signed"] + k)
+        #expect(missing.status == 5 && missing.err.contains("NOT_FOUND"), "\(missing.err)")
+        // An operator key may not push: the box says PERMISSION_DENIED and the exit status is 5.
+        let denied = try earshot(["remote", "catalog", "push", catalog, "--server", one.rpcEndpoint] + (try keys(one)))
+        #expect(denied.status == 5 && denied.err.contains("PERMISSION_DENIED"), "\(denied.err)")
+    }
+
     @Test func noDaemonIsAClearErrorNotAHang() throws {
         let run = try earshot(["remote", "match", "--server", "tcp://127.0.0.1:9", "--timeout", "1"])
         #expect(run.status == 5)

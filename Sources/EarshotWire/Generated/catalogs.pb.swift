@@ -108,7 +108,8 @@ public nonisolated struct Earshot_V1_BeginUploadRequest: Sendable {
   /// that does not trust it refuses at once instead of after the transfer.
   public var signerKey: Data = Data()
 
-  /// Enable the catalog once installed (a new name; a replaced catalog keeps its state).
+  /// Enable the catalog once installed (a new name; a replaced catalog keeps its state). When the
+  /// call resumes an upload, this call's value replaces the earlier one.
   public var enable: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

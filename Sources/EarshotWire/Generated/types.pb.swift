@@ -385,8 +385,10 @@ public nonisolated struct Earshot_V1_CatalogSummary: Sendable {
   public var active: Bool = false
 
   /// ACTIVE: verified, mapped and searched by matches. DISABLED: verified and kept, not searched.
-  /// LOADING: being verified. FAILED: not usable; `failure` says why. A catalog whose new file
-  /// failed while an older version still serves stays ACTIVE (or DISABLED) with `failure` set.
+  /// LOADING: being verified. FAILED: not usable; `failure` says why. When a file copied into the
+  /// catalogs folder under a name that serves is refused, the older version keeps serving and
+  /// stays ACTIVE (or DISABLED) with `failure` set. A refused upload changes nothing here: the
+  /// caller gets the reason, and the catalog/ topic a FAILED event with it.
   public var state: Earshot_V1_CatalogState = .unspecified
 
   public var failure: String = String()

@@ -127,7 +127,9 @@ def test_management_calls_send_the_name_and_return_the_results(server, client):
     server.handlers[Methods.DISABLE_CATALOG] = named(
         lambda n: pb.CatalogSummary(name=n, state=pb.CATALOG_STATE_DISABLED)
     )
-    server.handlers[Methods.REMOVE_CATALOG] = named(lambda n: pb.RemoveCatalogResponse(removed=pb.CatalogSummary(name=n)))
+    server.handlers[Methods.REMOVE_CATALOG] = named(
+        lambda n: pb.RemoveCatalogResponse(removed=pb.CatalogSummary(name=n))
+    )
     server.handlers[Methods.LIST_CATALOGS] = lambda env: unary(
         pb.ListCatalogsResponse(
             catalogs=[pb.CatalogSummary(name="demo", version=3)],

@@ -490,8 +490,8 @@ class Client:
         ``progress(sent_bytes, total_bytes)`` is called once before the first piece (with the
         offset the upload resumes from, 0 for a new one) and after every acknowledged piece; an
         exception it raises stops the push, leaving the upload to resume. ``enable``: enable the
-        catalog once installed (a new name; a replaced catalog keeps its state, and a resumed
-        upload keeps the choice made when it began). ``timeout``: the deadline of each call
+        catalog once installed (a new name; a replaced catalog keeps its state; a resumed
+        upload takes this call's choice). ``timeout``: the deadline of each call
         (default: the client's); ``commit_timeout`` that of the commit, which verifies the whole
         file.
 
@@ -509,9 +509,7 @@ class Client:
             name = catalog_name_of(path)
         with open(path, "rb") as f:
             size, digest, signer_key = _scan_catalog_file(f)
-            status = self.begin_upload(
-                name, size, digest, signer_key=signer_key, enable=enable, timeout=timeout
-            )
+            status = self.begin_upload(name, size, digest, signer_key=signer_key, enable=enable, timeout=timeout)
             upload_id = status.upload_id
             offset = status.offset
             if progress is not None:
@@ -521,7 +519,9 @@ class Client:
                 f.seek(offset)
                 data = f.read(min(chunk_size, size - offset))
                 if len(data) != min(chunk_size, size - offset):
-                    raise OSError(f"{os.fspath(path)}: the file shrank while it was sent (now {offset + len(data)} bytes)")
+                    raise OSError(
+                        f"{os.fspath(path)}: the file shrank while it was sent (now {offset + len(data)} bytes)"
+                    )
                 try:
                     status = self.upload_chunk(upload_id, offset, data, timeout)
                 except RpcError as error:

@@ -7,10 +7,12 @@ so the catalogs they install and remove never meet the other modules' matches or
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 
 import pytest
+from zmq.utils import z85
 
 from daemon_env import run_earshotd
 
@@ -19,9 +21,12 @@ from earshot_client import Client, RpcError, StatusCode, pb
 pytestmark = pytest.mark.integration
 
 
+QUIET_SESSION = "prepare_on_start = false\nfollow = false"  # no matching: these tests need none
+
+
 @pytest.fixture(scope="module")
 def catalog_daemon(tmp_path_factory):
-    with run_earshotd(tmp_path_factory.mktemp("earshotd-catalogs"), session="prepare_on_start = false\nfollow = false") as d:
+    with run_earshotd(tmp_path_factory.mktemp("earshotd-catalogs"), session=QUIET_SESSION) as d:
         yield d
 
 
@@ -219,3 +224,49 @@ def test_list_carries_the_catalog_topic_position(admin):
     listing = admin.list_catalogs()
     assert listing.epoch != 0
     assert [c.name for c in admin.catalogs()] == [c.name for c in listing.catalogs]
+
+
+@pytest.fixture(scope="module")
+def signed_only_daemon(tmp_path_factory):
+    """A daemon that accepts only catalogs signed by one trusted author (a random key here: the
+    tests make no valid signature, they check where each refusal happens)."""
+    root = tmp_path_factory.mktemp("earshotd-signed-only")
+    author = os.urandom(32)
+    (root / "authors").write_text(f"{z85.encode(author).decode()} py-author\n")
+    with run_earshotd(
+        root,
+        session=QUIET_SESSION,
+        extra=f"[catalogs]\ntrusted_authors = {json.dumps(str(root / 'authors'))}",
+    ) as d:
+        yield d, author
+
+
+def test_trusted_authors_refuse_before_or_after_the_transfer(signed_only_daemon, tmp_path, catalog_bytes):
+    daemon, author = signed_only_daemon
+    with Client(daemon.rpc, timeout=10.0) as admin:
+        # Signed by someone else: the key in the trailer is declared, so BeginUpload refuses and
+        # no byte is sent.
+        stranger = tmp_path / "py-stranger.earcat"
+        stranger.write_bytes(catalog_bytes + b"EARSIG01" + os.urandom(32 + 64))
+        seen = []
+        with pytest.raises(RpcError) as info:
+            admin.push_catalog(stranger, progress=lambda *a: seen.append(a))
+        assert info.value.code == StatusCode.PERMISSION_DENIED and info.value.method.endswith("/BeginUpload")
+        assert seen == [] and not admin.list_catalogs().uploads
+
+        # Unsigned: refused when the whole file is checked.
+        unsigned = tmp_path / "py-unsigned.earcat"
+        unsigned.write_bytes(catalog_bytes)
+        with pytest.raises(RpcError) as info:
+            admin.push_catalog(unsigned)
+        assert info.value.code == StatusCode.PERMISSION_DENIED and info.value.method.endswith("/CommitUpload")
+
+        # The trusted author's key with a signature that does not verify.
+        forged = tmp_path / "py-forged.earcat"
+        forged.write_bytes(catalog_bytes + b"EARSIG01" + author + os.urandom(64))
+        with pytest.raises(RpcError) as info:
+            admin.push_catalog(forged)
+        assert info.value.code == StatusCode.INVALID_ARGUMENT and info.value.method.endswith("/CommitUpload")
+
+        assert not {"py-stranger", "py-unsigned", "py-forged"} & set(names(admin))
+        assert not admin.list_catalogs().uploads

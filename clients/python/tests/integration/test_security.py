@@ -32,7 +32,10 @@ def secure_daemon(tmp_path_factory):
     public, secret = (k.decode() for k in zmq.curve_keypair())
     key_file = root / "operator.key"
     key_file.write_text(f"# test operator\n{secret}\n")
-    (state / "clients.allow").write_text(f"{public} py-operator operator\n")
+    admin_public, admin_secret = (k.decode() for k in zmq.curve_keypair())
+    admin_key_file = root / "admin.key"
+    admin_key_file.write_text(f"# test admin\n{admin_secret}\n")
+    (state / "clients.allow").write_text(f"{public} py-operator operator\n{admin_public} py-admin admin\n")
     rpc, events = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     log_path = root / "earshotd.log"
     with open(log_path, "wb") as log:
@@ -46,7 +49,7 @@ def secure_daemon(tmp_path_factory):
                 assert process.poll() is None, log_path.read_text(errors="replace")
                 assert time.monotonic() < deadline, log_path.read_text(errors="replace")
                 time.sleep(0.1)
-            yield rpc, events, str(state / "server.public"), str(key_file)
+            yield rpc, events, str(state / "server.public"), str(key_file), str(admin_key_file)
         finally:
             process.send_signal(signal.SIGTERM)
             try:
@@ -57,7 +60,7 @@ def secure_daemon(tmp_path_factory):
 
 
 def test_listed_key_is_served_within_its_role(secure_daemon):
-    rpc, _, server_key, key = secure_daemon
+    rpc, _, server_key, key, _ = secure_daemon
     with Client(rpc, timeout=10.0, server_key=server_key, client_key=key) as client:
         assert client.health() in (pb.SERVING_STATUS_SERVING, pb.SERVING_STATUS_NOT_SERVING)
         with pytest.raises(RpcError) as denied:
@@ -65,8 +68,24 @@ def test_listed_key_is_served_within_its_role(secure_daemon):
         assert denied.value.code == StatusCode.PERMISSION_DENIED
 
 
+def test_only_an_admin_key_manages_and_pushes_catalogs(secure_daemon, tmp_path):
+    rpc, _, server_key, operator_key, admin_key = secure_daemon
+    catalog = tmp_path / "py-curve.earcat"
+    shutil.copy(require("EARSHOT_TEST_CATALOG"), catalog)
+    with Client(rpc, timeout=10.0, server_key=server_key, client_key=operator_key) as operator:
+        for call in (lambda: operator.push_catalog(catalog), lambda: operator.enable_catalog("test")):
+            with pytest.raises(RpcError) as denied:
+                call()
+            assert denied.value.code == StatusCode.PERMISSION_DENIED
+    with Client(rpc, timeout=10.0, server_key=server_key, client_key=admin_key) as admin:
+        reply = admin.push_catalog(catalog)
+        assert reply.catalog.name == "py-curve" and reply.catalog.version == 1
+        assert {c.name for c in admin.catalogs()} == {"test", "py-curve"}
+        assert admin.remove_catalog("py-curve").removed.name == "py-curve"
+
+
 def test_no_keys_or_unknown_keys_get_no_answer(secure_daemon):
-    rpc, _, server_key, _ = secure_daemon
+    rpc, _, server_key, _, _ = secure_daemon
     public, secret = (k.decode() for k in zmq.curve_keypair())
     for options in ({}, {"server_key": server_key, "client_key": (public, secret)}):
         with Client(rpc, timeout=1.5, **options) as client:
@@ -76,7 +95,7 @@ def test_no_keys_or_unknown_keys_get_no_answer(secure_daemon):
 
 
 def test_subscriber_with_keys_hears_heartbeats(secure_daemon):
-    _, events, server_key, key = secure_daemon
+    _, events, server_key, key, _ = secure_daemon
     with Subscriber(events, Topics.HEARTBEAT, server_key=server_key, client_key=key) as subscriber:
         assert subscriber.recv(timeout=10.0) is not None
 

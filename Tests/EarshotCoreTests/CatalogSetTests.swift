@@ -1,0 +1,71 @@
+import EarshotCore
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// Several catalogs searched as one, and the author-signature trailer as the core sees it.
+struct CatalogSetTests {
+    static let audio = (0..<2).map { SyntheticMusic.make(seed: UInt64(700 + $0), duration: 30) }
+
+    static func catalog(_ index: Int, id: String, maximumQuery: Double = 12) throws -> MappedCatalog {
+        var c = CustomCatalog()
+        try c.addReferenceSignature(try SyntheticSignature.of(audio[index]), representing: [MediaItem(id: id, title: id)])
+        c.maximumQuerySignatureDuration = maximumQuery
+        return try MappedCatalog(bytes: try c.dataRepresentation())
+    }
+
+    static func query(_ index: Int, start: Double, duration: Double) throws -> Signature {
+        try SyntheticSignature.of(SyntheticSignature.excerpt(audio[index], start: start, duration: duration))
+    }
+
+    @Test func itemsSayWhichCatalogAndVersionTheyCameFrom() throws {
+        let matcher = CatalogSetMatcher(CatalogSet([
+            .init(name: "first", version: 3, catalog: try Self.catalog(0, id: "a")),
+            .init(name: "second", version: 1, catalog: try Self.catalog(1, id: "b")),
+        ]))
+        let one = try #require(matcher.match(try Self.query(1, start: 8, duration: 8)).mediaItems.first)
+        #expect(one.mediaItem.id == "b" && one.catalogName == "second" && one.catalogVersion == 1)
+        #expect(abs(one.matchOffset - 8) < 0.1)
+        let other = try #require(matcher.match(try Self.query(0, start: 4, duration: 8)).mediaItems.first)
+        #expect(other.mediaItem.id == "a" && other.catalogName == "first" && other.catalogVersion == 3)
+    }
+
+    /// A query longer than a member accepts is cut to its last seconds for that member; the
+    /// offset still refers to the start of the whole query.
+    @Test func aLongQueryIsCutForACatalogWithShorterLimits() throws {
+        let matcher = CatalogSetMatcher(CatalogSet([
+            .init(name: "short", version: 1, catalog: try Self.catalog(0, id: "a", maximumQuery: 5)),
+            .init(name: "long", version: 1, catalog: try Self.catalog(1, id: "b", maximumQuery: 12)),
+        ]))
+        let item = try #require(matcher.match(try Self.query(0, start: 6, duration: 11)).mediaItems.first)
+        #expect(item.catalogName == "short")
+        #expect(abs(item.matchOffset - 6) < 0.15, "\(item.matchOffset)")
+    }
+
+    @Test func swappingKeepsMatchersOfCatalogsThatStayAndAnEmptySetIsAnError() throws {
+        let a = try Self.catalog(0, id: "a"), b = try Self.catalog(1, id: "b")
+        let matcher = CatalogSetMatcher(CatalogSet([.init(name: "a", version: 1, catalog: a)]))
+        let q = try Self.query(1, start: 2, duration: 8)
+        #expect(matcher.match(q).mediaItems.isEmpty)
+        matcher.use(CatalogSet([.init(name: "a", version: 1, catalog: a), .init(name: "b", version: 2, catalog: b)]))
+        #expect(matcher.match(q).mediaItems.first?.catalogVersion == 2)
+        matcher.use(.empty)
+        guard case .error(let e) = matcher.match(q) else { Issue.record("an empty set matched"); return }
+        #expect(e.message.contains("no catalog is enabled"))
+        #expect(matcher.catalogs.isEmpty)
+    }
+
+    /// The trailer: found after the last section, parsed, and the only bytes allowed there.
+    @Test func aSignatureTrailerIsFoundAndNothingElseIsAllowedAfterTheSections() throws {
+        let body = try SyntheticCatalog.make().dataRepresentation()
+        let signature = CatalogSignature(publicKey: [UInt8](repeating: 1, count: 32), signature: [UInt8](repeating: 2, count: 64))
+        let signed = try MappedCatalog(bytes: body + signature.encoded)
+        #expect(signed.signature == signature && signed.signedByteCount == body.count && signed.byteCount == body.count + 104)
+        let plain = try MappedCatalog(bytes: body)
+        #expect(plain.signature == nil && plain.signedByteCount == body.count)
+        var wrongMagic = signature.encoded
+        wrongMagic[0] ^= 1
+        #expect(throws: EarshotError.self) { try MappedCatalog(bytes: body + wrongMagic) }
+        #expect(throws: EarshotError.self) { try MappedCatalog(bytes: body + signature.encoded + [0]) }
+    }
+}
