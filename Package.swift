@@ -110,7 +110,7 @@ let package = Package(
         .target(name: "CMallocCounter", path: "benchmarks/Sources/CMallocCounter"),
         .executableTarget(
             name: "earshot-bench",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
+            dependencies: ["EarshotCore", "EarshotAudio", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
                            "EarshotWire", "EarshotTransport", "EarshotTestSupport", "CMallocCounter", "CZMQ"],
             path: "benchmarks/Sources/earshot-bench"
         ),

@@ -31,16 +31,6 @@ struct DaemonCatalogUploadTests {
         return try! c.dataRepresentation()
     }()
 
-    private func expectCode(_ code: RpcStatusCode, _ body: () async throws(RpcError) -> Void,
-                            sourceLocation: SourceLocation = #_sourceLocation) async {
-        do throws(RpcError) {
-            try await body()
-            Issue.record("expected \(code), the call succeeded", sourceLocation: sourceLocation)
-        } catch {
-            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     static func begin(_ client: RpcClient, _ name: String, _ bytes: [UInt8], sha256: [UInt8]? = nil, enable: Bool = true,
                       signer: [UInt8]? = nil) async throws(RpcError) -> Earshot_V1_UploadStatus {
         var r = Earshot_V1_BeginUploadRequest()
@@ -282,6 +272,53 @@ struct DaemonCatalogUploadTests {
     static func catalogMappings(_ daemon: DaemonHarness) -> Int {
         let maps = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/maps", encoding: .utf8)) ?? ""
         return maps.split(separator: "\n").filter { $0.hasSuffix(".earcat") || $0.contains(".earcat (deleted)") || $0.hasSuffix(".part") }.count
+    }
+
+    /// The catalog/ topic tells a dashboard every change, in order, each event with the
+    /// catalog's summary; List is its snapshot (epoch and topic heads); the session keeps its
+    /// prerecording window across the swaps.
+    @Test func catalogEventsAndTheSnapshot() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.stop() }
+        let client = try daemon.client()
+        defer { client.close() }
+        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.catalog, Topics.heartbeat],
+                                             security: daemon.security(.viewer))
+        defer { subscriber.close() }
+        let seen = Locked<[(Earshot_V1_CatalogEvent.Kind, String, UInt64)]>([])
+        let heartbeats = Locked(0)
+        let reading = Task {
+            for await event in subscriber.events {
+                switch event.body {
+                case .catalog(let c): seen.withLock { $0.append((c.kind, c.catalog.name.isEmpty ? c.upload.name : c.catalog.name, event.seq)) }
+                case .heartbeat: heartbeats.withLock { $0 += 1 }
+                default: break
+                }
+            }
+        }
+        defer { reading.cancel() }
+        try await Self.waitFor { heartbeats.withLock { $0 } > 0 }
+        let heardBefore = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()).heardSeconds
+
+        _ = try await Self.push(client, "news", Self.otherCatalog, enable: false)
+        _ = try await Self.push(client, "news", Self.programmeCatalog)
+        var name = Earshot_V1_CatalogNameRequest()
+        name.name = "news"
+        _ = try await client.call(Methods.Catalogs.enable, name)
+        _ = try await client.call(Methods.Catalogs.disable, name)
+        let bad = Array(Self.otherCatalog.dropLast())
+        await expectCode(.invalidArgument) { () throws(RpcError) in _ = try await Self.push(client, "news", bad) }
+        _ = try await client.call(Methods.Catalogs.remove, name)
+        let expected: [Earshot_V1_CatalogEvent.Kind] = [.uploaded, .installed, .uploaded, .replaced, .enabled, .disabled, .uploaded, .failed, .removed]
+        try await Self.waitFor { seen.withLock { $0.count } >= expected.count }
+        let events = seen.withLock { $0 }
+        #expect(events.map(\.0) == expected, "\(events.map(\.0))")
+        #expect(events.allSatisfy { $0.1 == "news" })
+        // The snapshot's head for the topic is the last event's seq: a late joiner drops up to it.
+        let snapshot = try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest())
+        #expect(snapshot.topicSeq[Topics.catalog] == events.last?.2 && snapshot.epoch != 0)
+        let heardAfter = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()).heardSeconds
+        #expect(heardAfter > heardBefore, "the session's audio restarted across the swaps (\(heardBefore) → \(heardAfter))")
     }
 
     /// Two uploads of the same name with different bytes, committed one after the other: both

@@ -183,6 +183,17 @@ final class DaemonHarness: @unchecked Sendable {
     }
 }
 
+/// Expects `body` to fail with `code`.
+func expectCode(_ code: RpcStatusCode, _ body: () async throws(RpcError) -> Void,
+                sourceLocation: SourceLocation = #_sourceLocation) async {
+    do throws(RpcError) {
+        try await body()
+        Issue.record("expected \(code), the call succeeded", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    }
+}
+
 struct HarnessError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

@@ -266,19 +266,27 @@ struct DaemonProcessTests {
         }
     }
 
-    @Test func noCatalogRefusesToStart() throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-empty-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: state) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try DaemonHarness.executable())
-        process.arguments = ["--daemon.state_directory=\(state.path)", "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"]
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(text.contains("no usable catalog"))
+    /// A box with no catalog yet starts (so a catalog can be pushed to it), says so, answers
+    /// Match with a clear error, and matches once a catalog is copied in.
+    @Test func noCatalogStartsAndWaitsForOne() async throws {
+        let first = try DaemonHarness()
+        #expect(first.stop() == 0)
+        let catalog = first.directory.appendingPathComponent("state/catalogs/show.earcat")
+        try FileManager.default.removeItem(at: catalog)
+        let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys)
+        defer { daemon.stop() }
+        #expect(daemon.log.contains("no catalog is enabled"), "\(daemon.log)")
+        let client = try daemon.client()
+        defer { client.close() }
+        let none = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
+        #expect(none.outcome == .error && none.error.message.contains("no catalog is enabled"), "\(none)")
+        try Data(DaemonFixture.shared.catalogBytes).write(to: catalog)
+        let deadline = Date().addingTimeInterval(20)
+        var result = none
+        while Date() < deadline, result.outcome != .match {
+            try await Task.sleep(for: .milliseconds(200))
+            result = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
+        }
+        #expect(result.outcome == .match && result.items.first?.catalog == "show", "\(result)")
     }
 }

@@ -9,16 +9,6 @@ import Testing
 /// earshotd as shipped (CURVE on) over loopback: keys, roles, allow-list edits, plain mode.
 @Suite("earshotd security", .serialized)
 struct DaemonSecurityTests {
-    private func expectCode(_ code: RpcStatusCode, _ body: () async throws(RpcError) -> Void,
-                            sourceLocation: SourceLocation = #_sourceLocation) async {
-        do throws(RpcError) {
-            try await body()
-            Issue.record("expected \(code), the call succeeded", sourceLocation: sourceLocation)
-        } catch {
-            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func keysRolesAndAllowListEdits() async throws {
         let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false"])
         let state = daemon.directory.appendingPathComponent("state")

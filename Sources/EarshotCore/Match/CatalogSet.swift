@@ -54,30 +54,49 @@ public final class CatalogSetMatcher {
     /// What `match` answers when no catalog is enabled.
     public static let noCatalog = EarshotError.catalogInvalid("no catalog is enabled: install or enable one (earshot remote catalog push / enable)")
 
+    /// Matches `signature` against every member. Like one matcher over one catalog, the search
+    /// stops at unchanged speed when any member holds a clear match there; only when none does
+    /// are the other speeds searched, in every member.
     public func match(_ signature: Signature) -> MatchResult {
         guard !matchers.isEmpty else { return .error(Self.noCatalog) }
-        var items: [MatchedMediaItem] = []
-        var firstError: EarshotError?
-        var searched = 0
-        for (member, matcher) in zip(catalogs.members, matchers) {
+        // Each member's query: the signature, cut to the member's maximum (nil: too short for it).
+        var queries: [(query: Signature, cut: Double)?] = []
+        for member in catalogs.members {
             let catalog = member.catalog
             let slack = 0.05
-            if signature.duration + slack < catalog.minimumQuerySignatureDuration { continue }
-            var query = signature
-            var cut = 0.0
-            if signature.duration > catalog.maximumQuerySignatureDuration + slack {
-                cut = signature.duration - catalog.maximumQuerySignatureDuration
-                guard let tail = try? signature.slice(from: cut, duration: catalog.maximumQuerySignatureDuration) else { continue }
-                query = tail
+            if signature.duration + slack < catalog.minimumQuerySignatureDuration {
+                queries.append(nil)
+            } else if signature.duration > catalog.maximumQuerySignatureDuration + slack {
+                let cut = signature.duration - catalog.maximumQuerySignatureDuration
+                queries.append((try? signature.slice(from: cut, duration: catalog.maximumQuerySignatureDuration)).map { ($0, cut) })
+            } else {
+                queries.append((signature, 0))
             }
-            searched += 1
-            switch matcher.match(query) {
+        }
+        // Too short for every catalog: the one matcher's own message says by how much.
+        guard queries.contains(where: { $0 != nil }) else { return matchers[0].match(signature) }
+
+        var stageOne: [[Matcher.Candidate]] = queries.indices.map { i in
+            queries[i].map { matchers[i].referenceCandidates($0.query, depth: .unchangedSpeed) } ?? []
+        }
+        let decisive = stageOne.contains { $0.contains { $0.inliers >= Matcher.decisiveInliers } }
+        if !decisive {
+            for i in queries.indices {
+                guard let q = queries[i] else { continue }
+                stageOne[i] = matchers[i].referenceCandidates(q.query, depth: .beyond(stageOne[i]))
+            }
+        }
+        var items: [MatchedMediaItem] = []
+        var firstError: EarshotError?
+        for (i, member) in catalogs.members.enumerated() {
+            guard let q = queries[i] else { continue }
+            switch matchers[i].result(of: stageOne[i], for: q.query) {
             case .match(let found):
                 for var item in found {
                     item.catalogName = member.name
                     item.catalogVersion = member.version
                     // The offset of the whole query's start, not of the cut one's.
-                    item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -cut)
+                    item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -q.cut)
                     items.append(item)
                 }
             case .noMatch:
@@ -85,10 +104,6 @@ public final class CatalogSetMatcher {
             case .error(let e):
                 if firstError == nil { firstError = e }
             }
-        }
-        if searched == 0 {
-            // Too short for every catalog: the one matcher's own message says by how much.
-            return matchers[0].match(signature)
         }
         if items.isEmpty { return firstError.map { .error($0) } ?? .noMatch }
         // Stable: within a catalog the matcher's order stands.

@@ -22,7 +22,17 @@ public final class Matcher {
     /// instruments) reuse a few anchors many times; a real match aligns many different ones.
     public static let minimumInliers = 8
     /// Inliers that end the search at unchanged speed: chance never gets near.
-    static let decisiveInliers = 24
+    public static let decisiveInliers = 24
+
+    /// How far `referenceCandidates` searches.
+    public enum SearchDepth: Sendable {
+        /// Unchanged speed only (stage 1): what a clear match needs.
+        case unchangedSpeed
+        /// Every stage, unless stage 1 is decisive.
+        case full
+        /// Stages 2 and 3, after a stage 1 whose candidates are given.
+        case beyond([Candidate])
+    }
     /// Candidates verified per hypothesis, and hypotheses searched fully after the coarse stage.
     static let candidatesPerHypothesis = 4
     static let refinedHypotheses = 2
@@ -81,8 +91,13 @@ public final class Matcher {
                 format: "query is %.2f s; this catalog accepts at most %.2f s", signature.duration,
                 catalog.maximumQuerySignatureDuration)))
         }
+        return result(of: referenceCandidates(signature), for: signature)
+    }
+
+    /// The media items of `candidates` (from `referenceCandidates` of `signature`), best first.
+    public func result(of candidates: [Candidate], for signature: Signature) -> MatchResult {
         var results: [MatchedMediaItem] = []
-        for c in referenceCandidates(signature) {
+        for c in candidates {
             let items = catalog.mediaItems(ofReference: c.referenceIndex)
             let current = MatchedMediaItem.offset(c.offset, timeSkew: c.timeScale - 1, after: signature.duration)
             // Time-ranged items follow the current position, as a second screen shows what is on now.
@@ -99,8 +114,10 @@ public final class Matcher {
         return results.isEmpty ? .noMatch : .match(results)
     }
 
-    /// Every reference the query matches, best first.
-    public func referenceCandidates(_ signature: Signature) -> [Candidate] {
+    /// Every reference the query matches, best first. Several catalogs searched together
+    /// (`CatalogSetMatcher`) search each at `.unchangedSpeed` first, and go on (`.beyond`) only
+    /// when none of them was decisive, as one matcher does over one catalog.
+    public func referenceCandidates(_ signature: Signature, depth: SearchDepth = .full) -> [Candidate] {
         queryPeaks.removeAll(keepingCapacity: true)
         signature.peaks.withUnsafeBufferPointer {
             PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
@@ -108,8 +125,20 @@ public final class Matcher {
         let queryFrames = signature.duration / FingerprintParameters.hopDuration
 
         // Stage 1: unchanged speed, all anchors.
-        var found = search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames)
-        if (found.map(\.inliers).max() ?? 0) < Self.decisiveInliers {
+        var found: [Candidate]
+        var goOn: Bool
+        switch depth {
+        case .unchangedSpeed:
+            found = search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames)
+            goOn = false
+        case .full:
+            found = search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames)
+            goOn = (found.map(\.inliers).max() ?? 0) < Self.decisiveInliers
+        case .beyond(let stageOne):
+            found = stageOne
+            goOn = true
+        }
+        if goOn {
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
             for h in Self.speedHypotheses.indices where h != Self.unchangedSpeed {

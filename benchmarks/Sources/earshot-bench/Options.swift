@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, daemon, hostile, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,7 +36,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|daemon|hostile|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -50,7 +50,10 @@ struct Options {
           hostile       earshotd (CURVE, 1024 descriptors) under the LAN attacks of issue
                         11 while a good client calls Match: connection flood, one key's
                         stream hoarding, metadata bombs, subscription flood (about 2 minutes)
-          all           all of them
+          hotload       earshotd (CURVE) taking catalogs over the network (issue 13): a 100 MB
+                        push, 100 swaps under 20 clients' Match load, five catalogs vs one,
+                        install-to-first-match of a ~125-hour catalog (about 2½ minutes)
+          all           all of them except hotload (run it on its own)
 
         options:
           --queries N        positive queries per condition (default 100, --quick 30)
@@ -85,7 +88,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "hostile", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

@@ -52,11 +52,11 @@ struct RunEnvironment {
 enum Report {
     /// "recut" holds before/after comparisons of two builds (issue 12); no run writes it, every
     /// run keeps it.
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "recut"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, hostile: HostileReport?, previous: String?) -> String {
+                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -78,6 +78,10 @@ enum Report {
         if let hostile {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["hostile"] = hostileSection(env, hostile)
+        }
+        if let hotload {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["hotload"] = hotloadSection(env, hotload)
         }
         var out = """
             # Earshot benchmark results

@@ -72,21 +72,7 @@ enum ScaleBenchmark {
         say(String(format: "scale: building a %.0f-hour catalog: the %.2f h corpus catalog + %.1f h of filler references",
                    targetHours, realSeconds / 3600, max(0, targetHours * 3600 - realSeconds) / 3600))
 
-        // Filler: random peaks with the corpus's statistics: inter-peak time gaps and
-        // (bin, magnitude) pairs are drawn from the real reference signatures, so peak density and
-        // frequency distribution match; the joint structure of real music (harmonics, repeats)
-        // does not.
-        var gaps: [Float] = []
-        var points: [(Float, Float)] = []
-        for s in p.signatures {
-            var previous: Float?
-            for peak in s.peaks {
-                if let previous { gaps.append(max(0, peak.time - previous)) }
-                previous = peak.time
-                points.append((peak.bin, peak.magnitude))
-            }
-        }
-        guard !gaps.isEmpty else { throw BenchError("the corpus signatures hold no peaks") }
+        let filler = try FillerPeaks(p)
 
         let t0 = Clock.now()
         var catalog = CustomCatalog()
@@ -98,22 +84,11 @@ enum ScaleBenchmark {
         var fillerPeaks = 0, fillerDuration = 0.0
         var index = 0
         var rng = SeededRandom(seed: deriveSeed(options.seed, 0xF111))
-        let hop = Float(FingerprintParameters.hopDuration)
         while fillerSeconds > 1 {
             let duration = min(fillerReferenceSeconds, fillerSeconds)
-            let frames = Float(duration) / hop
-            var peaks: [Peak] = []
-            peaks.reserveCapacity(Int(Double(duration) * 60))
-            var t: Float = 0
-            while true {
-                t += gaps[Int(rng.next() % UInt64(gaps.count))]
-                if t >= frames - 1 { break }
-                let (bin, magnitude) = points[Int(rng.next() % UInt64(points.count))]
-                peaks.append(Peak(time: t, bin: bin, magnitude: magnitude))
-            }
-            try catalog.addReferenceSignature(try Signature(duration: duration, peaks: peaks),
-                                              representing: [MediaItem(id: String(format: "filler-%04d", index))])
-            fillerPeaks += peaks.count
+            let signature = try filler.signature(duration: duration, rng: &rng)
+            try catalog.addReferenceSignature(signature, representing: [MediaItem(id: String(format: "filler-%04d", index))])
+            fillerPeaks += signature.peaks.count
             fillerDuration += duration
             fillerSeconds -= duration
             index += 1
@@ -201,6 +176,40 @@ enum ScaleBenchmark {
             }
         }
         return result
+    }
+}
+
+/// Filler references: random peaks with the corpus's statistics. Inter-peak time gaps and
+/// (bin, magnitude) pairs are drawn from the real reference signatures, so peak density and
+/// frequency distribution match; the joint structure of real music (harmonics, repeats) does not.
+struct FillerPeaks {
+    private var gaps: [Float] = []
+    private var points: [(Float, Float)] = []
+
+    init(_ p: Prepared) throws {
+        for s in p.signatures {
+            var previous: Float?
+            for peak in s.peaks {
+                if let previous { gaps.append(max(0, peak.time - previous)) }
+                previous = peak.time
+                points.append((peak.bin, peak.magnitude))
+            }
+        }
+        guard !gaps.isEmpty else { throw BenchError("the corpus signatures hold no peaks") }
+    }
+
+    func signature(duration: Double, rng: inout SeededRandom) throws -> Signature {
+        let frames = Float(duration) / Float(FingerprintParameters.hopDuration)
+        var peaks: [Peak] = []
+        peaks.reserveCapacity(Int(Double(duration) * 60))
+        var t: Float = 0
+        while true {
+            t += gaps[Int(rng.next() % UInt64(gaps.count))]
+            if t >= frames - 1 { break }
+            let (bin, magnitude) = points[Int(rng.next() % UInt64(points.count))]
+            peaks.append(Peak(time: t, bin: bin, magnitude: magnitude))
+        }
+        return try Signature(duration: duration, peaks: peaks)
     }
 }
 

@@ -67,9 +67,13 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .hostile || options.command == .all {
         hostile = try HostileBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var hotload: HotloadReport?
+    if options.command == .hotload {  // not part of `all`: it writes and syncs about 1 GB
+        hotload = try HotloadBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
     let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon, hostile: hostile,
-                                 previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
+                                 hotload: hotload, previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)
     if options.write {
