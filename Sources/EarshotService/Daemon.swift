@@ -108,7 +108,10 @@ public final class Daemon: Sendable {
         }
         self.security = daemonSecurity
         // Connections may never take the descriptors the daemon needs for itself.
-        let descriptors = DescriptorBudget.make(configured: c.maximumConnections)
+        // Files the daemon opens after this point count as in use already: the catalog folder's
+        // inotify watch, libdispatch's queue (an eventfd and an epoll), and one part file per
+        // upload in progress.
+        let descriptors = DescriptorBudget.make(configured: c.maximumConnections, openedLater: 3 + c.maximumUploads)
         let limiter = ConnectionLimiter(limits: .init(maximumConnections: descriptors.connections,
                                                       maximumPerAddress: c.maximumConnectionsPerAddress))
         let raised = descriptors.limit > descriptors.limitBefore ? " (raised from \(descriptors.limitBefore))" : ""

@@ -27,8 +27,9 @@ struct DescriptorBudget: Equatable {
     static let reserveShare = 8
 
     /// Raises the soft limit to the hard one and works out the budget; `configured` is the
-    /// connection cap asked for (`rpc.max_connections`).
-    static func make(configured: Int) -> DescriptorBudget {
+    /// connection cap asked for (`rpc.max_connections`); `openedLater`, descriptors the daemon
+    /// will open after this call (counted as in use now).
+    static func make(configured: Int, openedLater: Int = 0) -> DescriptorBudget {
         var limits = rlimit()
         getrlimit(RLIMIT_NOFILE_VALUE, &limits)
         let before = Self.count(limits.rlim_cur)
@@ -37,7 +38,7 @@ struct DescriptorBudget: Equatable {
             raised.rlim_cur = limits.rlim_max
             if setrlimit(RLIMIT_NOFILE_VALUE, &raised) == 0 { limits = raised }
         }
-        return DescriptorBudget(limitBefore: before, limit: Self.count(limits.rlim_cur), inUse: openDescriptors(),
+        return DescriptorBudget(limitBefore: before, limit: Self.count(limits.rlim_cur), inUse: openDescriptors() + openedLater,
                                 configured: configured)
     }
 

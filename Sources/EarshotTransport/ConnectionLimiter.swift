@@ -144,13 +144,16 @@ public final class ConnectionLimiter: Sendable {
         state.withLock { $0.gates[owner] = nil }
     }
 
-    /// Closes the door at the limit and opens it again a few places below (so that it does not
-    /// flap with every connection); the same for each address at its own limit.
+    /// Closes the door a listen backlog before the limit — what the kernel already completed, and
+    /// what the socket monitor has not reported yet, still gets in after it closes — and opens it
+    /// again a few places below (so that it does not flap with every connection); the same for
+    /// each address at its own limit.
     private func updateGates(_ s: inout State) {
         let maximum = limits.maximumConnections, perAddress = limits.maximumPerAddress
+        let closeAt = max(maximum - Int(Self.listenBacklog), maximum * 3 / 4, 1)
         var closed = s.closed
-        if s.open.count >= maximum { closed = true }
-        if s.open.count <= maximum - max(2, maximum / 16) { closed = false }
+        if s.open.count >= closeAt { closed = true }
+        if s.open.count <= closeAt - max(2, maximum / 16) { closed = false }
         var blocked = s.blocked.filter { s.perAddress[$0, default: 0] > perAddress - max(1, perAddress / 16) }
         for (address, count) in s.perAddress where count >= perAddress { blocked.insert(address) }
         guard closed != s.closed || blocked != s.blocked else { return }
