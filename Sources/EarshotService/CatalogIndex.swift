@@ -36,8 +36,10 @@ enum CatalogIndex {
         }
         var out: [String: Record] = [:]
         for (name, value) in catalogs {
-            guard case .object(let o) = value, case .number(let version)? = o["version"] else { continue }
-            var r = Record(name: name, version: Int(version), enabled: true)
+            guard case .object(let o) = value, case .number(let number)? = o["version"], let version = Int(exactly: number),
+                  (0...Int(Int32.max)).contains(version)
+            else { continue }
+            var r = Record(name: name, version: version, enabled: true)
             if case .bool(let e)? = o["enabled"] { r.enabled = e }
             if case .string(let hex)? = o["sha256"] { r.sha256 = SHA256.digest(hex: hex) }
             if case .string(let date)? = o["installed"] { r.installedAt = ISODate.parse(date) }

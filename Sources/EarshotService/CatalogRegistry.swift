@@ -29,6 +29,14 @@ final class CatalogRegistry: Sendable {
         let signer: CatalogCheck.Signer?
         let installedAt: Date
         let identity: FileIdentity?
+
+        init(_ v: CatalogCheck.Verified, installedAt: Date, identity: FileIdentity?) {
+            catalog = v.catalog
+            sha256 = v.sha256
+            signer = v.signer
+            self.installedAt = installedAt
+            self.identity = identity
+        }
     }
 
     struct Slot: Sendable {
@@ -146,10 +154,8 @@ final class CatalogRegistry: Sendable {
 
     /// Installs a verified file that is already at `path(of: name)`. A new name is enabled if
     /// `enableIfNew`; a replacement keeps the name's enabled state and counts up its version.
-    func install(_ name: String, _ verified: CatalogCheck.Verified, enableIfNew: Bool) -> (Slot, InstallOutcome) {
+    func install(_ name: String, _ loaded: Loaded, enableIfNew: Bool) -> (Slot, InstallOutcome) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let loaded = Loaded(catalog: verified.catalog, sha256: verified.sha256, signer: verified.signer, installedAt: Date(),
-                            identity: FileIdentity(path: path(of: name)))
         let (slot, outcome) = slots.withLock { all -> (Slot, InstallOutcome) in
             var slot = all[name] ?? Slot(name: name, enabled: enableIfNew, version: 0)
             let outcome: InstallOutcome = slot.loaded == nil ? .installed : .replaced
@@ -161,7 +167,7 @@ final class CatalogRegistry: Sendable {
             return (slot, outcome)
         }
         changed()
-        logger.notice("catalog \(name) v\(slot.version) \(outcome == .installed ? "installed" : "replaced the version serving") (\(verified.catalog.referenceCount) references, \(SHA256.hex(verified.sha256).prefix(12))…\(verified.signer.map { ", signed by \($0.description)" } ?? ""))\(slot.enabled ? "" : "; disabled until enabled")")
+        logger.notice("catalog \(name) v\(slot.version) \(outcome == .installed ? "installed" : "replaced the version serving") (\(loaded.catalog.referenceCount) references, \(SHA256.hex(loaded.sha256).prefix(12))…\(loaded.signer.map { ", signed by \($0.description)" } ?? ""))\(slot.enabled ? "" : "; disabled until enabled")")
         publish(outcome == .installed ? .installed : .replaced, slot)
         return (slot, outcome)
     }
@@ -219,9 +225,8 @@ final class CatalogRegistry: Sendable {
         let started = ContinuousClock.now
         switch Self.verify(path: path, trust: trust, record: nil) {
         case .success(let l):
-            let verified = CatalogCheck.Verified(catalog: l.catalog, sha256: l.sha256, byteCount: l.catalog.byteCount, signer: l.signer)
-            _ = install(name, verified, enableIfNew: true)
-            logger.info("catalog \(name): picked up from the folder in \(Self.milliseconds(since: started)) ms")
+            _ = install(name, l, enableIfNew: true)
+            logger.info("catalog \(name): picked up from the folder in \(Int((ContinuousClock.now - started) / .milliseconds(1))) ms")
         case .failure(let refusal):
             logger.error("catalog file \(path) refused: \(refusal.message)")
             refuse(name, reason: refusal.message)
@@ -255,8 +260,7 @@ final class CatalogRegistry: Sendable {
         let known = record.flatMap { $0.identity == identity.map(CatalogIndex.Record.stamp) ? $0.sha256 : nil }
         do {
             let v = try CatalogCheck.verify(path: path, trust: trust, knownSHA256: known, shouldStop: shouldStop)
-            return .success(Loaded(catalog: v.catalog, sha256: v.sha256, signer: v.signer,
-                                   installedAt: record?.installedAt ?? Date(), identity: identity))
+            return .success(Loaded(v, installedAt: record?.installedAt ?? Date(), identity: identity))
         } catch {
             return .failure(error)
         }
@@ -281,10 +285,5 @@ final class CatalogRegistry: Sendable {
         do { try CatalogIndex.write(records, to: indexPath) } catch {
             logger.error("cannot save the catalog index \(indexPath): \(error.message) (versions and enabled states are kept in memory)")
         }
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
-        let elapsed = ContinuousClock.now - start
-        return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -237,12 +237,12 @@ final class CatalogsService: Sendable {
             throw RpcError(.internal, "cannot install the catalog: \(error.message) (the upload is kept; commit again)")
         }
         uploads.area.installed(id: id)
-        let (slot, outcome) = registry.install(upload.name, verified, enableIfNew: upload.enable)
+        let installed = CatalogRegistry.Loaded(verified, installedAt: Date(), identity: FileIdentity(path: registry.path(of: upload.name)))
+        let (slot, outcome) = registry.install(upload.name, installed, enableIfNew: upload.enable)
         var reply = Earshot_V1_CommitUploadResponse()
         reply.catalog = summary(slot)
         reply.replaced = outcome == .replaced
-        let elapsed = ContinuousClock.now - started
-        reply.installMilliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        reply.installMilliseconds = (ContinuousClock.now - started) / .milliseconds(1)
         return reply
     }
 

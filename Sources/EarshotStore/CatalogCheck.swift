@@ -50,7 +50,7 @@ public enum CatalogCheck {
         /// The author's public key (Z85) and the trusted-authors name, when signed.
         public let signer: Signer?
 
-        public init(catalog: MappedCatalog, sha256: [UInt8], signedSHA256: [UInt8]? = nil, byteCount: Int, signer: Signer?) {
+        init(catalog: MappedCatalog, sha256: [UInt8], signedSHA256: [UInt8]? = nil, byteCount: Int, signer: Signer?) {
             self.catalog = catalog
             self.sha256 = sha256
             self.signedSHA256 = signedSHA256 ?? sha256

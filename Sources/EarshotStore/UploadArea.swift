@@ -200,7 +200,8 @@ public final class UploadArea {
         guard entry.upload.isComplete else {
             throw Problem(.failedPrecondition, "the upload holds \(entry.upload.held) of \(entry.upload.size) bytes: send the rest from offset \(entry.upload.held) before committing")
         }
-        try? entry.file.sync()
+        // Durable before it is renamed into place: a crash after the rename must find it whole.
+        do { try entry.file.sync() } catch { throw Problem(.internalError, "cannot flush the upload: \(error.message)") }
         return (entry.upload, path(id, "part"), entry.hash?.finish())
     }
 
@@ -270,12 +271,12 @@ public final class UploadArea {
         guard let bytes = try? AtomicFile.read(path), let json = JSONValue(jsonText: String(decoding: bytes, as: UTF8.self)),
               case .object(let o) = json, case .string(let name)? = o["name"], case .number(let size)? = o["size"],
               case .string(let hex)? = o["sha256"], let digest = SHA256.digest(hex: hex), case .number(let started)? = o["started"],
-              CatalogName.problem(name) == nil, size > 0, size <= Double(Int.max)
+              CatalogName.problem(name) == nil, let declared = Int(exactly: size), declared > 0, declared <= 1 << 50
         else { return nil }
         var enable = false
         if case .bool(let e)? = o["enable"] { enable = e }
         // Activity restarts with the daemon: an upload is not expired by the daemon's own downtime.
-        return Upload(id: id, name: name, size: Int(size), sha256: digest, enable: enable, started: started,
+        return Upload(id: id, name: name, size: declared, sha256: digest, enable: enable, started: started,
                       lastActivity: started, held: 0)
     }
 }

@@ -35,16 +35,9 @@ public enum AtomicFile {
             throw .errno("cannot flush \(path)", e)
         }
         close(fd)
-        guard rename(temporary, path) == 0 else {
-            throw .errno("cannot replace \(path)", errno)
-        }
+        // Renamed over the target, and the rename itself made durable.
+        do { try Directory.rename(temporary, to: path) } catch { throw .errno("cannot replace \(path)", error.code) }
         ok = true
-        // Make the rename itself durable.
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            _ = fsync(dfd)
-            close(dfd)
-        }
     }
 
     /// What sits between a target's name and the writer's pid in a temporary file's name.
@@ -55,13 +48,8 @@ public enum AtomicFile {
     /// file is left alone.
     @discardableResult
     public static func removeStaleTemporaries(in directory: String) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
         var removed: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+        for name in (try? Directory.names(in: directory)) ?? [] {
             guard name.hasPrefix("."), let marker = name.ranges(of: temporaryMarker).last else { continue }
             let rest = name[marker.upperBound...].split(separator: "-")
             guard rest.count == 2, let pid = pid_t(rest[0]), UInt32(rest[1]) != nil, pid > 0 else { continue }

@@ -6,7 +6,7 @@ import Darwin
 
 /// A file being received piece by piece (an upload): written at explicit offsets and made
 /// durable before a piece is acknowledged, so what was acknowledged survives a crash.
-/// The corresponding C functions are `open`, `pwrite`, `fdatasync`, `ftruncate` and `fstat`.
+/// The corresponding C functions are `open`, `pwrite`, `fdatasync`, `fsync`, `ftruncate` and `fstat`.
 public final class PartFile: @unchecked Sendable {
     public let path: String
     private let descriptor: Int32
@@ -41,13 +41,6 @@ public final class PartFile: @unchecked Sendable {
             done += n
         }
         guard retryingOnInterrupt({ fdatasync(descriptor) }) == 0 else { throw .errno("cannot flush \(path)", errno) }
-    }
-
-    /// Reads up to `buffer.count` bytes at `offset`; returns how many.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
-        let n = retryingOnInterrupt { pread(descriptor, buffer.baseAddress!, buffer.count, off_t(offset)) }
-        guard n >= 0 else { throw .errno("cannot read \(path)", errno) }
-        return n
     }
 
     /// Cuts the file to `length` bytes (what a crash may have left beyond the last acknowledged

@@ -40,7 +40,7 @@ struct RemoteCatalogListCommand: ParsableCommand {
         if reply.catalogs.isEmpty { print("no catalogs") }
         let rows = reply.catalogs.map { c -> [String] in
             [c.name, RemoteFormat.catalogState(c), c.version > 0 ? "v\(c.version)" : "-", c.referenceCount > 0 ? "\(c.referenceCount)" : "-",
-             c.byteCount > 0 ? RemoteFormat.bytes(Int(c.byteCount)) : "-", String(c.sha256.prefix(12)),
+             c.byteCount > 0 ? RemoteFormat.bytes(Int(clamping: c.byteCount)) : "-", String(c.sha256.prefix(12)),
              c.installedAt.isEmpty ? "-" : String(c.installedAt.prefix(19)),
              c.signerKey.isEmpty ? "unsigned" : (c.signerName.isEmpty ? String(c.signerKey.prefix(12)) + "…" : c.signerName)]
         }
@@ -49,7 +49,7 @@ struct RemoteCatalogListCommand: ParsableCommand {
         }
         for c in reply.catalogs where !c.failure.isEmpty { print("\(c.name): \(c.failure)") }
         for u in reply.uploads {
-            print("upload \(u.uploadID) of \(u.name): \(RemoteFormat.bytes(Int(u.offset))) of \(RemoteFormat.bytes(Int(u.size))) since \(u.startedAt.prefix(19))")
+            print("upload \(u.uploadID) of \(u.name): \(RemoteFormat.bytes(Int(clamping: u.offset))) of \(RemoteFormat.bytes(Int(clamping: u.size))) since \(u.startedAt.prefix(19))")
         }
     }
 }
@@ -68,7 +68,7 @@ struct RemoteCatalogDescribeCommand: ParsableCommand {
         let reply = try remote.call(Methods.Catalogs.describe, request)
         if json { return print(RemoteFormat.json(reply)) }
         let s = reply.summary
-        print("\(s.name) v\(s.version): \(RemoteFormat.catalogState(s)), \(s.referenceCount) references, \(RemoteFormat.bytes(Int(s.byteCount)))")
+        print("\(s.name) v\(s.version): \(RemoteFormat.catalogState(s)), \(s.referenceCount) references, \(RemoteFormat.bytes(Int(clamping: s.byteCount)))")
         print("  sha256:    \(s.sha256)")
         print("  installed: \(s.installedAt)")
         print("  signed by: \(s.signerKey.isEmpty ? "nobody (unsigned)" : s.signerName.isEmpty ? s.signerKey : "\(s.signerName) (\(s.signerKey))")")

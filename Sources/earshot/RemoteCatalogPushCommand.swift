@@ -101,7 +101,7 @@ struct RemoteCatalogPushCommand: ParsableCommand {
         }
         progress.end()
         if boxes.count == 1, let only = outcomes.first {
-            if case .failed(let message, _) = only.result { throw CLIFailure("\(boxes[0].endpoint): \(message)", status: .remote) }
+            if case .failed(let message) = only.result { throw CLIFailure("\(boxes[0].endpoint): \(message)", status: .remote) }
             print("\(boxes[0].endpoint): \(only.summary)")
             return
         }
@@ -121,8 +121,10 @@ struct RemoteCatalogPushCommand: ParsableCommand {
         let clientKeyPath = clientKey ?? environment["EARSHOT_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         var entries: [(endpoint: String, serverKey: String?)] = servers.map { ($0, nil) }
         if let serversFile {
-            guard let text = try? String(contentsOfFile: serversFile, encoding: .utf8) else {
-                throw CLIFailure("\(serversFile): cannot read the servers file", status: .usage)
+            // Read without ever blocking (a FIFO named here is refused, not waited on).
+            let text: String
+            do { text = String(decoding: try AtomicFile.read(serversFile), as: UTF8.self) } catch {
+                throw CLIFailure("cannot read the servers file: \(error.message)", status: .usage)
             }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -168,7 +170,7 @@ struct PushTarget: Sendable {
 struct PushOutcome: Sendable {
     enum Result: Sendable {
         case installed(Earshot_V1_CommitUploadResponse)
-        case failed(String, RpcStatusCode?)
+        case failed(String)
     }
     let result: Result
     /// Bytes this run sent (a resumed push sends only the rest).
@@ -182,7 +184,7 @@ struct PushOutcome: Sendable {
         case .installed(let r):
             let c = r.catalog
             return "\(r.replaced ? "replaced" : "installed") \(c.name) v\(c.version) (\(RemoteFormat.catalogState(c)))"
-        case .failed(let message, _):
+        case .failed(let message):
             return "FAILED: \(message)"
         }
     }
@@ -219,7 +221,6 @@ final class CatalogUpload: Sendable {
         let started = ContinuousClock.now
         var sent = 0
         var lastError = ""
-        var lastCode: RpcStatusCode?
         for attempt in 1...Self.attempts {
             if attempt > 1 { try? await Task.sleep(for: .milliseconds(500 * (1 << (attempt - 2)))) }
             let client: RpcClient
@@ -229,7 +230,7 @@ final class CatalogUpload: Sendable {
                 configuration.defaultTimeout = timeout
                 client = try RpcClient(endpoint: box.endpoint, configuration: configuration)
             } catch {
-                return PushOutcome(result: .failed("\(error)", nil), sentBytes: sent, seconds: Self.seconds(since: started))
+                return PushOutcome(result: .failed("\(error)"), sentBytes: sent, seconds: Self.seconds(since: started))
             }
             defer { client.close() }
             do throws(RpcError) {
@@ -237,14 +238,13 @@ final class CatalogUpload: Sendable {
                 return PushOutcome(result: .installed(reply), sentBytes: sent, seconds: Self.seconds(since: started))
             } catch {
                 lastError = "\(error.code): \(error.message)"
-                lastCode = error.code
                 if error.code == .deadlineExceeded {
                     lastError = "\(error.code): no answer (check that the box runs, --server-key, and that the key is an admin in its allow-list)"
                 }
                 guard error.code == .unavailable || error.code == .deadlineExceeded || error.code == .aborted else { break }
             }
         }
-        return PushOutcome(result: .failed(lastError, lastCode), sentBytes: sent, seconds: Self.seconds(since: started))
+        return PushOutcome(result: .failed(lastError), sentBytes: sent, seconds: Self.seconds(since: started))
     }
 
     private func pushOnce(_ client: RpcClient, sent: inout Int, progress: @Sendable (Int, Int) -> Void) async throws(RpcError) -> Earshot_V1_CommitUploadResponse {
@@ -255,25 +255,34 @@ final class CatalogUpload: Sendable {
         begin.enable = enable
         if let signerKey { begin.signerKey = Data(signerKey) }
         let status = try await client.call(Methods.Catalogs.beginUpload, begin)
-        var held = Int(status.offset)
+        // Offsets come from the box: kept within the file, and a box that stops taking bytes ends
+        // the push instead of looping.
+        var held = min(size, Int(clamping: status.offset))
         let resumedFrom = held
         progress(held, resumedFrom)
         var chunk = Earshot_V1_UploadChunkRequest()
         chunk.uploadID = status.uploadID
+        var stalled = 0
         while held < size {
             let end = min(size, held + chunkBytes)
             chunk.offset = UInt64(held)
             chunk.data = Data(bytes: file.bytes.baseAddress! + held, count: end - held)
+            let now: Int
             do {
                 let reply = try await client.call(Methods.Catalogs.uploadChunk, chunk)
                 sent += end - held
-                held = Int(reply.offset)
+                now = min(size, Int(clamping: reply.offset))
             } catch where error.code == .outOfRange {
                 // The box holds less (or more) than this side thought: go on from what it has.
                 var ask = Earshot_V1_UploadRequest()
                 ask.uploadID = status.uploadID
-                held = Int(try await client.call(Methods.Catalogs.getUpload, ask).offset)
+                now = min(size, Int(clamping: try await client.call(Methods.Catalogs.getUpload, ask).offset))
             }
+            stalled = now > held ? 0 : stalled + 1
+            guard stalled < 8 else {
+                throw RpcError(.dataLoss, "the box does not take the bytes at offset \(held) (it answered offset \(now) eight times)")
+            }
+            held = now
             progress(held, resumedFrom)
         }
         var commit = Earshot_V1_UploadRequest()
@@ -282,8 +291,7 @@ final class CatalogUpload: Sendable {
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let d = ContinuousClock.now - start
-        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+        (ContinuousClock.now - start) / .seconds(1)
     }
 }
 

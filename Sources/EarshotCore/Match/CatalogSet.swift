@@ -63,7 +63,7 @@ public final class CatalogSetMatcher {
         var queries: [(query: Signature, cut: Double)?] = []
         for member in catalogs.members {
             let catalog = member.catalog
-            let slack = 0.05
+            let slack = Matcher.durationSlack
             if signature.duration + slack < catalog.minimumQuerySignatureDuration {
                 queries.append(nil)
             } else if signature.duration > catalog.maximumQuerySignatureDuration + slack {

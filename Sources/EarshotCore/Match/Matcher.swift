@@ -78,9 +78,13 @@ public final class Matcher {
         histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
     }
 
+    /// How far (seconds) a query may pass its catalog's duration limits: window lengths are
+    /// whole analysis hops.
+    public static let durationSlack = 0.05
+
     /// One match attempt. Refuses signatures outside the catalog's query duration limits.
     public func match(_ signature: Signature) -> MatchResult {
-        let slack = 0.05
+        let slack = Self.durationSlack
         guard signature.duration + slack >= catalog.minimumQuerySignatureDuration else {
             return .error(.signatureDurationInvalid(String(
                 format: "query is %.2f s; this catalog needs at least %.2f s", signature.duration,
