@@ -79,11 +79,17 @@ struct DaemonCaptureTests {
             switch self {
             case .deleted:
                 try FileManager.default.removeItem(at: file)
-            case .truncated, .overwrittenWithGarbage:
-                // In place (the same inode), as a shell redirection or an editor's save does.
+            case .truncated:
+                // In place (the same inode), as a shell redirection does.
                 let handle = try FileHandle(forWritingTo: file)
                 try handle.truncate(atOffset: 0)
-                if self == .overwrittenWithGarbage { try handle.write(contentsOf: Data(repeating: 0x5A, count: 200_000)) }
+                try handle.close()
+            case .overwrittenWithGarbage:
+                // In place, and never empty on the way: truncating first would let the daemon see an empty
+                // file (a fault of its own, rightly reported) before the garbage arrives.
+                let handle = try FileHandle(forWritingTo: file)
+                try handle.write(contentsOf: Data(repeating: 0x5A, count: 200_000))
+                try handle.truncate(atOffset: 200_000)
                 try handle.close()
             }
         }
