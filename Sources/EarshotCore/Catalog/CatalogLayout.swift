@@ -17,6 +17,12 @@ enum CatalogLayout {
         case values = 4
         case peaks = 5
         case metadata = 6
+        /// Optional: written only when a reference has cues, so catalogs without cues stay
+        /// readable by builds that predate them.
+        case cues = 7
+
+        /// The sections every catalog has.
+        static let required: [Section] = [.references, .directory, .keyLow, .values, .peaks, .metadata]
     }
 
     /// Reference timelines are laid end to end on one global frame axis; a gap keeps a pair

@@ -61,10 +61,16 @@ enum CatalogWriter {
         for d in directory { directoryBytes.append(d) }
 
         // 3. Header, section table, sections.
-        let sections: [(CatalogLayout.Section, [UInt8])] = [
+        var sections: [(CatalogLayout.Section, [UInt8])] = [
             (.references, records.bytes), (.directory, directoryBytes.bytes), (.keyLow, keyLow.bytes),
             (.values, values.bytes), (.peaks, peaks.bytes), (.metadata, metadata.bytes),
         ]
+        // Cues only when there are some: a catalog without them is exactly what older builds wrote.
+        if catalog.references.contains(where: { !$0.cues.isEmpty }) {
+            do { sections.append((.cues, [UInt8](try JSONCoding.encoder.encode(catalog.references.map(\.cues))))) } catch {
+                throw .internalError("could not encode cues: \(error)")
+            }
+        }
         var out = ByteWriter()
         out.append(bytes: CatalogLayout.magic)
         out.append(CatalogLayout.formatVersion)

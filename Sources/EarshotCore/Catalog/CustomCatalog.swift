@@ -2,10 +2,13 @@
 public struct CatalogReference: Sendable, Equatable {
     public var signature: Signature
     public var mediaItems: [MediaItem]
+    /// The events on its timeline, in timeline order.
+    public var cues: [Cue]
 
-    public init(signature: Signature, mediaItems: [MediaItem]) {
+    public init(signature: Signature, mediaItems: [MediaItem], cues: [Cue] = []) {
         self.signature = signature
         self.mediaItems = mediaItems
+        self.cues = cues
     }
 }
 
@@ -26,10 +29,13 @@ public struct CustomCatalog: Sendable, Equatable {
     /// Total audio duration of the references, in seconds.
     public var totalDuration: Double { references.reduce(0) { $0 + $1.signature.duration } }
 
-    /// Adds a reference signature representing one or more media items.
-    public mutating func addReferenceSignature(_ signature: Signature, representing mediaItems: [MediaItem]) throws(EarshotError) {
+    /// Adds a reference signature representing one or more media items, with the cues on its
+    /// timeline.
+    public mutating func addReferenceSignature(_ signature: Signature, representing mediaItems: [MediaItem],
+                                               cues: [Cue] = []) throws(EarshotError) {
         guard !mediaItems.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
         for item in mediaItems { try item.validate() }
+        let schedule = try CueSchedule(cues, referenceDuration: signature.duration)
         let frames = CatalogLayout.frameCount(for: signature.duration) + CatalogLayout.referenceGapFrames
         guard CatalogLayout.timelineFrames(of: references) + frames <= CatalogLayout.maximumTimelineFrames else {
             throw .catalogInvalid("catalog would exceed \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
@@ -38,7 +44,7 @@ public struct CustomCatalog: Sendable, Equatable {
         // fewer peaks keep the catalog small. Selecting again from a selection changes nothing.
         let kept = try Signature(duration: signature.duration,
                                  peaks: PeakSelection.strongest(signature.peaks, perSecond: PeakSelection.referencePeaksPerSecond))
-        references.append(CatalogReference(signature: kept, mediaItems: mediaItems))
+        references.append(CatalogReference(signature: kept, mediaItems: mediaItems, cues: schedule.cues))
     }
 
     /// Adds every reference of `other` (`SHCustomCatalog.add(from:)`). The query limits become
@@ -46,7 +52,7 @@ public struct CustomCatalog: Sendable, Equatable {
     /// All or nothing: if any reference cannot be added, the catalog is left as it was.
     public mutating func merge(_ other: CustomCatalog) throws(EarshotError) {
         var merged = self
-        for r in other.references { try merged.addReferenceSignature(r.signature, representing: r.mediaItems) }
+        for r in other.references { try merged.addReferenceSignature(r.signature, representing: r.mediaItems, cues: r.cues) }
         merged.minimumQuerySignatureDuration = min(minimumQuerySignatureDuration, other.minimumQuerySignatureDuration)
         merged.maximumQuerySignatureDuration = max(maximumQuerySignatureDuration, other.maximumQuerySignatureDuration)
         self = merged
@@ -64,6 +70,13 @@ public struct CustomCatalog: Sendable, Equatable {
         guard !items.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
         for item in items { try item.validate() }
         references[index].mediaItems = items
+    }
+
+    /// Replaces the cues of the reference at `index` (checked against its duration; stored in
+    /// timeline order). An empty list removes them.
+    public mutating func setCues(_ cues: [Cue], forReferenceAt index: Int) throws(EarshotError) {
+        try checkIndex(index)
+        references[index].cues = try CueSchedule(cues, referenceDuration: references[index].signature.duration).cues
     }
 
     private func checkIndex(_ index: Int) throws(EarshotError) {
@@ -100,7 +113,8 @@ public struct CustomCatalog: Sendable, Equatable {
         maximumQuerySignatureDuration = mapped.maximumQuerySignatureDuration
         for i in 0..<mapped.referenceCount {
             references.append(CatalogReference(signature: try mapped.signature(ofReference: i),
-                                               mediaItems: mapped.mediaItems(ofReference: i)))
+                                               mediaItems: mapped.mediaItems(ofReference: i),
+                                               cues: mapped.cues(ofReference: i).cues))
         }
     }
 }

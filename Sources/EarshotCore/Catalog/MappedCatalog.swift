@@ -44,6 +44,7 @@ public final class MappedCatalog: @unchecked Sendable {
     private let peaksSection: UnsafeRawBufferPointer
     private let referenceStarts: [Int]
     private let mediaItemsByReference: [[MediaItem]]
+    private let schedules: [CueSchedule]
 
     /// The author's signature trailer, if the catalog has one (checked by EarshotStore).
     public let signature: CatalogSignature?
@@ -84,8 +85,9 @@ public final class MappedCatalog: @unchecked Sendable {
             throw .catalogInvalid("unexpected header size")
         }
         let sectionCount = Int(try r.read(UInt16.self, "section count"))
-        guard sectionCount == CatalogLayout.Section.allCases.count else {
-            throw .catalogInvalid("expected \(CatalogLayout.Section.allCases.count) sections, header says \(sectionCount)")
+        let required = CatalogLayout.Section.required.count
+        guard sectionCount == required || sectionCount == CatalogLayout.Section.allCases.count else {
+            throw .catalogInvalid("expected \(required) or \(CatalogLayout.Section.allCases.count) sections, header says \(sectionCount)")
         }
         _ = try r.read(UInt16.self, "reserved")
         let rate = try r.read(UInt32.self, "sample rate")
@@ -132,7 +134,7 @@ public final class MappedCatalog: @unchecked Sendable {
                 throw .catalogInvalid("truncated: section \(kind) (\(length) bytes at \(offset)) lies outside the \(raw.count)-byte file")
             }
             let bytes = UnsafeRawBufferPointer(rebasing: raw[Int(offset)..<Int(offset + length)])
-            let small: Set<CatalogLayout.Section> = [.references, .metadata]
+            let small: Set<CatalogLayout.Section> = [.references, .metadata, .cues]
             if small.contains(kind) {
                 guard CRC32.checksum(bytes) == sectionCRC else {
                     throw .catalogInvalid("checksum mismatch in section \(kind) (file corrupt)")
@@ -168,6 +170,9 @@ public final class MappedCatalog: @unchecked Sendable {
             ? CatalogSignature(trailer: UnsafeRawBufferPointer(rebasing: raw[bodyEnd...])) : nil
         signature = trailer
         signedByteCount = trailer == nil ? raw.count : bodyEnd
+        for kind in CatalogLayout.Section.required where sections[kind] == nil {
+            throw .catalogInvalid("the \(kind) section is missing")
+        }
         let expected: [CatalogLayout.Section: Int] = [
             .references: referenceCount * CatalogLayout.referenceRecordSize,
             .directory: ((1 << Int(bits)) + 1) * 4,
@@ -214,6 +219,7 @@ public final class MappedCatalog: @unchecked Sendable {
         values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
         peaksSection = peaks
         mediaItemsByReference = try Self.decodeMediaItems(refs, in: metadata)
+        schedules = try Self.decodeCues(refs, in: sections[.cues])
 
         for section in deferredChecksums {
             guard let crc = Self.checksum(storage, section.range, shouldStop: shouldStop) else {
@@ -287,6 +293,34 @@ public final class MappedCatalog: @unchecked Sendable {
     }
 
     private struct StoredItems: Codable { var mediaItems: [MediaItem] }
+
+    /// The cues on reference `index`'s timeline, decoded and checked when the catalog was opened.
+    public func cues(ofReference index: Int) -> CueSchedule {
+        schedules[index]
+    }
+
+    /// Whether any reference has cues.
+    public var hasCues: Bool { schedules.contains { !$0.isEmpty } }
+
+    /// Decodes the optional cues section: one list per reference, each a valid schedule.
+    private static func decodeCues(_ references: [Reference], in section: UnsafeRawBufferPointer?) throws(EarshotError) -> [CueSchedule] {
+        guard let section else { return references.map { CueSchedule.empty(referenceDuration: $0.duration) } }
+        let lists: [[Cue]]
+        do { lists = try JSONCoding.decoder.decode([[Cue]].self, from: Data(section)) } catch {
+            throw .catalogInvalid("the cues section is not valid: \(error)")
+        }
+        guard lists.count == references.count else {
+            throw .catalogInvalid("the cues section has \(lists.count) lists for \(references.count) references")
+        }
+        var schedules: [CueSchedule] = []
+        schedules.reserveCapacity(lists.count)
+        for (index, list) in lists.enumerated() {
+            do { schedules.append(try CueSchedule(list, referenceDuration: references[index].duration)) } catch {
+                throw .catalogInvalid("reference \(index): \(error.message)")
+            }
+        }
+        return schedules
+    }
 
     /// Decodes the media items of every reference, once, when the catalog is opened: a match
     /// then only reads them, and metadata that does not decode is found at load, not at a match.
