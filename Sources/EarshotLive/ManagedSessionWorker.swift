@@ -31,6 +31,10 @@ extension ManagedSession {
         /// started or last seen failed (a device just reopened has not had time to deliver).
         private var quietSince = ContinuousClock.now
         private var tracker = MatchTracker()
+        /// Sees seeks in the newest audio while following; its tail must be a query the catalogs take.
+        private var jumps = JumpDetector()
+        /// The last attempt's result came from the tail and showed a jump.
+        private var lastAttemptRevealsJump = false
         private var waiting: [(id: Int, continuation: CheckedContinuation<MatchResult, Never>)] = []
         private var resultObservers: [Int: AsyncStream<StreamingResult>.Continuation] = [:]
         private let block: UnsafeMutableBufferPointer<Float>
@@ -155,6 +159,7 @@ extension ManagedSession {
                     let s = makeSource()
                     source = s
                     fingerprinter = nil
+                    jumps.reset()
                     audioVersion += 1
                     reportedProblem = nil
                     quietSince = .now
@@ -167,6 +172,7 @@ extension ManagedSession {
                     audioVersion += 1
                 case .discardWindow:
                     fingerprinter = nil
+                    jumps.reset()
                     audioVersion += 1
                     lastRead = nil
                     tracker.reset()
@@ -184,7 +190,7 @@ extension ManagedSession {
                     waiting.removeAll()
                 case .publish(let result):
                     let time = fingerprinter?.streamDuration ?? 0
-                    if let delivered = tracker.track(result, streamTime: time) {
+                    if let delivered = tracker.track(result, streamTime: time, revealsJump: lastAttemptRevealsJump) {
                         for o in resultObservers.values { o.yield(delivered) }
                     }
                 case .finishResults:
@@ -209,12 +215,15 @@ extension ManagedSession {
                 perform(machine.attempted(last.result, window: last.window))
                 return
             }
-            let result: MatchResult
-            var window = fingerprinter.window.windowDuration
+            var result: MatchResult
+            let now = fingerprinter.streamDuration
+            var window = jumps.window(available: fingerprinter.window.windowDuration, streamTime: now)
+            lastAttemptRevealsJump = false
             do {
-                let (signature, _) = try fingerprinter.window.signature()
+                let (signature, _) = try fingerprinter.window.signature(lastSeconds: window)
                 window = signature.duration
-                result = matcher.match(signature)
+                (result, lastAttemptRevealsJump) = following(matcher.match(signature), signature: signature, now: now)
+                if lastAttemptRevealsJump { window = jumps.tailSeconds }
             } catch .signatureInvalid {
                 result = .noMatch  // silence in the room: nothing to match yet
             } catch {
@@ -223,6 +232,29 @@ extension ManagedSession {
             lastAttempt = (audioVersion, window, result)
             matchesComputed += 1
             perform(machine.attempted(result, window: window))
+        }
+
+        /// While following an item: the window's answer, kept at the followed position when the
+        /// window supports it too (a repeat of the same music must not move the programme); then
+        /// the newest seconds matched alone, whose answer wins when it shows playback jumped.
+        private func following(_ result: MatchResult, signature: Signature, now: Double) -> (MatchResult, revealsJump: Bool) {
+            guard machine.streaming, let fingerprinter, let (item, at) = tracker.currentMatch else { return (result, false) }
+            let expected = MatchTracker.predictedOffset(of: item, from: at, to: now)
+            var result = result
+            let tolerance = tracker.positionTolerance
+            if !(result.mediaItems.first.map { JumpDetector.agrees($0, with: item, at: expected, tolerance: tolerance) } ?? false),
+               let kept = matcher.support(signature, following: item, expectedOffset: expected) {
+                result = .match([kept] + result.mediaItems.filter {
+                    !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
+                })
+            }
+            jumps.tailSeconds = max(JumpDetector().tailSeconds, machine.configuration.minimumWindow)
+            guard jumps.checksTail(of: signature.duration),
+                  let (tail, _) = try? fingerprinter.window.signature(lastSeconds: jumps.tailSeconds) else { return (result, false) }
+            let revealed = jumps.judge(tail: matcher.match(tail), following: item, expectedOffset: expected, streamTime: now) {
+                matcher.support(tail, following: item, expectedOffset: expected) != nil
+            }
+            return revealed.map { ($0, true) } ?? (result, false)
         }
 
         // MARK: Audio
@@ -292,6 +324,7 @@ extension ManagedSession {
                     guard let rate = source.sampleRate,
                           let fresh = try? PrerecordingWindow(inputRate: rate, windowSeconds: windowSeconds) else { break }
                     fingerprinter = fresh
+                    jumps.reset()
                     audioVersion += 1
                 }
                 fingerprinter?.appendMono(UnsafeBufferPointer(rebasing: block[..<n]))
@@ -335,7 +368,7 @@ extension ManagedSession {
             }
             let status = Status(state: machine.state, captureProblem: machine.captureProblem, window: window, heard: heard,
                                 currentMatch: current, sourceStatistics: source?.statistics ?? .init(),
-                                matchesComputed: matchesComputed)
+                                matchesComputed: matchesComputed, newestAudio: lastRead)
             channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
                 s.status = status

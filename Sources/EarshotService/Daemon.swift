@@ -149,7 +149,9 @@ public final class Daemon: Sendable {
         }
         let events = DaemonEvents(publisher: publisher, epoch: epoch)
         let counters = DaemonCounters()
-        sessionService = SessionService(session: session, events: events, sourceName: sourceName)
+        let cues = CueService(session: session, registry: registry, events: events, configuration: c, logger: logger)
+        self.cues = cues
+        sessionService = SessionService(session: session, events: events, sourceName: sourceName) { cues.currentState() }
         let catalogs = CatalogsService(registry: registry, uploads: uploadArea, trust: trust, events: events, logger: logger)
         self.catalogs = catalogs
         let (server, publisher, session) = (self.server, self.publisher, self.session)
@@ -161,6 +163,7 @@ public final class Daemon: Sendable {
         recognizer.register(on: server)
         sessionService.register(on: server)
         catalogs.register(on: server)
+        cues.register(on: server)
         health.register(on: server)
 
         for s in registry.all {
@@ -179,6 +182,7 @@ public final class Daemon: Sendable {
             catalogsChanged: { set in
                 session.setCatalogs(set)
                 recognizer.setCatalogs(set)
+                cues.catalogsChanged()
             },
             publish: { kind, slot, message in
                 events.publishCatalog(kind, slot.map(catalogs.summary), message: message)
@@ -190,6 +194,7 @@ public final class Daemon: Sendable {
     }
 
     private let events: DaemonEvents
+    private let cues: CueService
     private let feed: MatchFeed
     private let watcher: CatalogFolderWatcher?
     private let security: DaemonSecurity?
@@ -247,6 +252,8 @@ public final class Daemon: Sendable {
                 }
             })
         }
+        // Cues follow the programme on their own results sequence while any catalog holds cues.
+        cues.refresh()
         if let security { started.append(security.watch()) }
         started.append(refusals.watch())
         let catalogs = self.catalogs
@@ -297,6 +304,7 @@ public final class Daemon: Sendable {
         server.stopAccepting()
         await server.shutdown(grace: grace)
         for t in tasks.withLock({ $0 }) { t.cancel() }
+        cues.stop()
         watcher?.stop()
         session.shutdown()
         loop.stop()

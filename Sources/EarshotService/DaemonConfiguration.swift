@@ -33,6 +33,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// "" = every catalog is accepted, signed or not.
     public var trustedAuthors = ""
     public var watchCatalogFolder = true
+    // [cues]
+    public var cuesEnabled = true
+    public var cueLeadMilliseconds = 5000
+    public var cueLostHorizonMilliseconds = 10_000
+    public var cueHoldMilliseconds = 2500
+    public var cueMinimumConfidence = 0.5
+    public var cueSessionGapSeconds = 1800
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
@@ -91,6 +98,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
         "catalogs.max_upload_bytes", "catalogs.max_uploads", "catalogs.max_upload_total_bytes", "catalogs.upload_expiry_s",
         "catalogs.reserve_bytes", "catalogs.trusted_authors", "catalogs.watch",
+        "cues.enabled", "cues.lead_ms", "cues.lost_horizon_ms", "cues.hold_ms", "cues.minimum_confidence", "cues.session_gap_s",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight_per_client", "rpc.max_in_flight",
         "rpc.default_timeout_ms", "rpc.max_connections", "rpc.max_connections_per_address",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
@@ -124,6 +132,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "catalogs.reserve_bytes": reserveBytes = try integer(key, value, 0...(1 << 40))
         case "catalogs.trusted_authors": trustedAuthors = try string(key, value)
         case "catalogs.watch": watchCatalogFolder = try boolean(key, value)
+        case "cues.enabled": cuesEnabled = try boolean(key, value)
+        case "cues.lead_ms": cueLeadMilliseconds = try integer(key, value, 0...600_000)
+        case "cues.lost_horizon_ms": cueLostHorizonMilliseconds = try integer(key, value, 1000...3_600_000)
+        case "cues.hold_ms": cueHoldMilliseconds = try integer(key, value, 0...60_000)
+        case "cues.minimum_confidence": cueMinimumConfidence = try number(key, value, 0...1)
+        case "cues.session_gap_s": cueSessionGapSeconds = try integer(key, value, 0...(30 * 86_400))
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
@@ -144,7 +158,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         default:
             let section = key.split(separator: ".").first.map(String.init) ?? key
             let known = Self.keys.filter { $0.hasPrefix(section + ".") }
-            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, catalogs, rpc, events, security"
+            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, catalogs, cues, rpc, events, security"
                 : "; [\(section)] has " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ")))
         }
     }
@@ -234,6 +248,14 @@ extension DaemonConfiguration {
             reserve_bytes = \(reserveBytes)
             trusted_authors = \(q(trustedAuthors))
             watch = \(watchCatalogFolder)
+
+            [cues]
+            enabled = \(cuesEnabled)
+            lead_ms = \(cueLeadMilliseconds)
+            lost_horizon_ms = \(cueLostHorizonMilliseconds)
+            hold_ms = \(cueHoldMilliseconds)
+            minimum_confidence = \(cueMinimumConfidence)
+            session_gap_s = \(cueSessionGapSeconds)
 
             [rpc]
             listen = \(list(rpcListen))

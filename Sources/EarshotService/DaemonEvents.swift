@@ -35,6 +35,10 @@ final class DaemonEvents: Sendable {
         }
     }
 
+    func publishCue(_ event: Earshot_V1_CueEvent) {
+        publisher.publish(topic: Topics.cue) { $0.cue = event }
+    }
+
     func publishHealth(_ status: Earshot_V1_ServingStatus, message: String = "") {
         publisher.publish(topic: Topics.health) { e in
             var event = Earshot_V1_HealthEvent()

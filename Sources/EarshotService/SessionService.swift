@@ -9,11 +9,14 @@ final class SessionService: Sendable {
     private let session: ManagedSession
     private let events: DaemonEvents
     private let sourceName: String
+    private let cueState: @Sendable () -> Earshot_V1_CueState
 
-    init(session: ManagedSession, events: DaemonEvents, sourceName: String) {
+    init(session: ManagedSession, events: DaemonEvents, sourceName: String,
+         cueState: @escaping @Sendable () -> Earshot_V1_CueState) {
         self.session = session
         self.events = events
         self.sourceName = sourceName
+        self.cueState = cueState
     }
 
     func register(on server: RpcServer) {
@@ -43,6 +46,7 @@ final class SessionService: Sendable {
         c.reopenAttempts = UInt64(max(0, status.sourceStatistics.reopenAttempts))
         c.gaps = UInt64(max(0, status.sourceStatistics.gaps))
         s.capture = c
+        s.cues = cueState()
         return s
     }
 }

@@ -51,6 +51,16 @@ public enum Methods {
             "/earshot.v1.Catalogs/AbortUpload")
     }
 
+    public enum Cues {
+        public static let getSchedule = RpcMethod<Earshot_V1_CueScheduleRequest, Earshot_V1_CueSchedule>(
+            "/earshot.v1.Cues/GetSchedule")
+        public static let getCurrent = RpcMethod<Earshot_V1_GetCurrentCuesRequest, Earshot_V1_CueState>("/earshot.v1.Cues/GetCurrent")
+        public static let setCues = RpcMethod<Earshot_V1_SetCuesRequest, Earshot_V1_CueSchedule>("/earshot.v1.Cues/SetCues")
+        public static let clearCues = RpcMethod<Earshot_V1_CueScheduleRequest, Earshot_V1_CueSchedule>("/earshot.v1.Cues/ClearCues")
+        public static let streamCues = RpcMethod<Earshot_V1_StreamCuesRequest, Earshot_V1_CueEvent>(
+            "/earshot.v1.Cues/StreamCues", serverStreaming: true)
+    }
+
     public enum Health {
         public static let check = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>("/earshot.v1.Health/Check")
         public static let watch = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>(
@@ -65,7 +75,8 @@ public enum Methods {
         (Catalogs.list.path, false), (Catalogs.describe.path, false), (Catalogs.enable.path, false),
         (Catalogs.disable.path, false), (Catalogs.remove.path, false), (Catalogs.beginUpload.path, false),
         (Catalogs.uploadChunk.path, false), (Catalogs.getUpload.path, false), (Catalogs.commitUpload.path, false),
-        (Catalogs.abortUpload.path, false), (Health.check.path, false),
+        (Catalogs.abortUpload.path, false), (Cues.getSchedule.path, false), (Cues.getCurrent.path, false),
+        (Cues.setCues.path, false), (Cues.clearCues.path, false), (Cues.streamCues.path, true), (Health.check.path, false),
         (Health.watch.path, true), (Health.getStats.path, false),
     ]
 }
@@ -77,12 +88,13 @@ public enum Topics {
     public static let match = "earshot.v1/match/"
     public static let catalog = "earshot.v1/catalog/"
     public static let health = "earshot.v1/health/"
+    public static let cue = "earshot.v1/cue/"
     public static let heartbeat = "earshot.v1/hb/"
     /// Synthetic events of the benchmark (`events.load_test_rate`).
     public static let loadTest = "earshot.v1/loadtest/"
 
     /// Every topic the daemon publishes: subscriptions that cannot match one are not applied.
-    public static let all = [session, match, catalog, health, heartbeat, loadTest]
+    public static let all = [session, match, catalog, cue, health, heartbeat, loadTest]
 }
 
 /// The first frame of every RPC message, both ways: the protocol and its major version.

@@ -144,6 +144,29 @@ struct ManagedSessionTests {
         #expect(state == .idle)
     }
 
+    /// A seek while following: the newest seconds show it long before the whole window would,
+    /// and later attempts match only the audio after it.
+    @Test func aSeekIsSeenFromTheNewestAudio() async throws {
+        let audio = excerpt(1, 5, 20) + excerpt(1, 60, 20)  // at stream time 20 s playback jumps 35 s ahead
+        let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
+        defer { session.shutdown() }
+        var afterJump: [StreamingResult] = []
+        for await r in session.results() {
+            guard let top = r.result.mediaItems.first, r.streamTime > 20 else { continue }
+            // Reference position 60 + (t - 20) after the jump, 5 + t before it.
+            if abs(top.predictedCurrentMatchOffset - (40 + r.streamTime)) < 0.5 { afterJump.append(r) }
+            if afterJump.count == 3 || r.streamTime > 38 { break }
+        }
+        session.cancel()
+        #expect(afterJump.count == 3)
+        guard let first = afterJump.first else { return }
+        #expect(first.revealsJump)
+        #expect(!first.isRepeat)
+        // A 12 s window alone would need more than half of it after the jump.
+        #expect(first.streamTime - 20 <= 5.01)
+        #expect(afterJump.dropFirst().allSatisfy { $0.isRepeat && !$0.revealsJump })
+    }
+
     /// A status observer still iterating when the session shuts down sees its sequence end
     /// (finishing it runs its termination handler, which must not meet the status lock held).
     @Test func shutdownEndsStatusUpdatesBeingIterated() async throws {

@@ -12,7 +12,8 @@
 ///   was crossed while waiting starts late when confirmation returns, or is skipped when that is
 ///   more than `lateLimit` seconds late.
 /// - **Jumps.** An observation elsewhere in the programme (or of another programme) is a seek or
-///   a channel change when it is decisive (`decisiveConfidence`) or when the next observation
+///   a channel change when it is decisive (`decisiveConfidence`, or the session saw the newest
+///   audio leave the followed position: `revealsJump`) or when the next observation
 ///   agrees with it; a lone outlier (a repeated chorus) is ignored. Cues jumped over are
 ///   SKIPPED, the last JUMP-restricted one of them owed; landing inside a cue starts it; a jump
 ///   back makes the cues after the landing point pending again (ONCE ones excepted).
@@ -71,15 +72,19 @@ public struct CueMonitor: Sendable {
         public var time: Double
         /// Unix seconds of the observation: only ONCE sessions use it.
         public var wallTime: Double
+        /// The session saw the newest audio leave what it followed (`JumpDetector`): a jump to
+        /// believe at once, whatever the confidence.
+        public var revealsJump: Bool
 
         public init(programme: CueProgramme, position: Double, rate: Double, confidence: Double, time: Double,
-                    wallTime: Double) {
+                    wallTime: Double, revealsJump: Bool = false) {
             self.programme = programme
             self.position = position
             self.rate = rate
             self.confidence = confidence
             self.time = time
             self.wallTime = wallTime
+            self.revealsJump = revealsJump
         }
     }
 
@@ -155,7 +160,7 @@ public struct CueMonitor: Sendable {
                     return events + advance(to: o.time)
                 }
             }
-            guard o.confidence >= configuration.decisiveConfidence || agreesWithCandidate(o) else {
+            guard o.confidence >= configuration.decisiveConfidence || o.revealsJump || agreesWithCandidate(o) else {
                 candidate = o
                 return events + advance(to: o.time)
             }

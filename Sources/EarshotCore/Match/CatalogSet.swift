@@ -51,6 +51,23 @@ public final class CatalogSetMatcher {
         self.catalogs = catalogs
     }
 
+    /// `item` again, if `signature` (ending where `item` is predicted at `expectedOffset`) still
+    /// supports that position: the same media item with the offsets and confidence measured
+    /// there. nil when its catalog is gone or the audio does not support it.
+    public func support(_ signature: Signature, following item: MatchedMediaItem, expectedOffset: Double) -> MatchedMediaItem? {
+        guard let i = catalogs.members.firstIndex(where: { $0.name == item.catalogName }) else { return nil }
+        let speed = 1 + item.timeSkew
+        let start = expectedOffset - signature.duration * speed
+        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, speed: speed) else { return nil }
+        var kept = item
+        kept.matchOffset = c.offset
+        kept.timeSkew = c.timeScale - 1
+        kept.frequencySkew = c.pitchRatio - 1
+        kept.confidence = c.confidence
+        kept.predictedCurrentMatchOffset = MatchedMediaItem.offset(c.offset, timeSkew: kept.timeSkew, after: signature.duration)
+        return kept
+    }
+
     /// What `match` answers when no catalog is enabled.
     public static let noCatalog = EarshotError.catalogInvalid("no catalog is enabled: install or enable one (earshot remote catalog push / enable)")
 

@@ -166,6 +166,31 @@ public final class Matcher {
         return merged
     }
 
+    /// The match the query makes with `reference` at `offset` (reference seconds at the query's
+    /// start), searched under the speed hypothesis nearest `speed`; nil when the query does not
+    /// support that position. A session following a programme asks this when the best-first
+    /// search answers elsewhere: music repeats itself, and a repeat of the same section can
+    /// outscore the position playback is really at.
+    public func candidate(_ signature: Signature, reference: Int, offset: Double, speed: Double) -> Candidate? {
+        guard reference >= 0, reference < catalog.referenceCount, offset.isFinite, speed.isFinite else { return nil }
+        queryPeaks.removeAll(keepingCapacity: true)
+        signature.peaks.withUnsafeBufferPointer {
+            PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
+        }
+        let hypotheses = Self.speedHypotheses
+        guard let h = hypotheses.indices.min(by: { abs(Double(hypotheses[$0]) - speed) < abs(Double(hypotheses[$1]) - speed) })
+        else { return nil }
+        collectHits(hypothesis: h, anchorStride: 1)
+        histogram.drain { _, _ in }
+        let hop = FingerprintParameters.hopDuration
+        let frames = Double(catalog.references[reference].startFrame) + offset / hop
+        guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())),
+              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop),
+              c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
+        else { return nil }
+        return c
+    }
+
     /// Collects the hits of one hypothesis and verifies its busiest offset bins.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double) -> [Candidate] {
         collectHits(hypothesis: h, anchorStride: anchorStride)

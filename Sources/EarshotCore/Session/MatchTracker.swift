@@ -7,11 +7,15 @@ public struct StreamingResult: Sendable {
     /// Stream time (seconds of audio heard since the session began) at the end of the matched
     /// window: the moment `predictedCurrentMatchOffset` refers to.
     public var streamTime: Double
+    /// The newest audio showed a jump away from what was followed (`JumpDetector`): a seek or a
+    /// channel flipped back, not a chance match.
+    public var revealsJump: Bool
 
-    public init(result: MatchResult, isRepeat: Bool, streamTime: Double) {
+    public init(result: MatchResult, isRepeat: Bool, streamTime: Double, revealsJump: Bool = false) {
         self.result = result
         self.isRepeat = isRepeat
         self.streamTime = streamTime
+        self.revealsJump = revealsJump
     }
 }
 
@@ -42,7 +46,7 @@ public struct MatchTracker: Sendable {
     }
 
     /// Takes the result of an attempt whose window ended at `streamTime`; returns what to deliver.
-    public mutating func track(_ result: MatchResult, streamTime: Double) -> StreamingResult? {
+    public mutating func track(_ result: MatchResult, streamTime: Double, revealsJump: Bool = false) -> StreamingResult? {
         switch result {
         case .match(let items):
             let top = items[0]
@@ -55,7 +59,7 @@ public struct MatchTracker: Sendable {
             currentAt = streamTime
             misses = 0
             reportedNoMatch = false
-            return StreamingResult(result: result, isRepeat: isRepeat, streamTime: streamTime)
+            return StreamingResult(result: result, isRepeat: isRepeat, streamTime: streamTime, revealsJump: revealsJump)
         case .noMatch:
             if current != nil {
                 misses += 1

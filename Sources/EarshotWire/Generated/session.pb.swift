@@ -74,12 +74,23 @@ public nonisolated struct Earshot_V1_SessionSnapshot: Sendable {
   /// Clears the value of `capture`. Subsequent reads from it will return its default value.
   public mutating func clearCapture() {self._capture = nil}
 
+  /// The cue monitor: the programme, its current cues and the next one.
+  public var cues: Earshot_V1_CueState {
+    get {_cues ?? Earshot_V1_CueState()}
+    set {_cues = newValue}
+  }
+  /// Returns true if `cues` has been explicitly set.
+  public var hasCues: Bool {self._cues != nil}
+  /// Clears the value of `cues`. Subsequent reads from it will return its default value.
+  public mutating func clearCues() {self._cues = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _currentMatch: Earshot_V1_MatchedMediaItem? = nil
   fileprivate var _capture: Earshot_V1_CaptureStatistics? = nil
+  fileprivate var _cues: Earshot_V1_CueState? = nil
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -107,7 +118,7 @@ nonisolated extension Earshot_V1_GetSnapshotRequest: SwiftProtobuf.Message, Swif
 
 nonisolated extension Earshot_V1_SessionSnapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SessionSnapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}capture_problem\0\u{3}window_seconds\0\u{3}heard_seconds\0\u{3}current_match\0\u{1}epoch\0\u{3}topic_seq\0\u{3}taken_at_unix_ms\0\u{1}capture\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}capture_problem\0\u{3}window_seconds\0\u{3}heard_seconds\0\u{3}current_match\0\u{1}epoch\0\u{3}topic_seq\0\u{3}taken_at_unix_ms\0\u{1}capture\0\u{1}cues\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -124,6 +135,7 @@ nonisolated extension Earshot_V1_SessionSnapshot: SwiftProtobuf.Message, SwiftPr
       case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.topicSeq) }()
       case 8: try { try decoder.decodeSingularInt64Field(value: &self.takenAtUnixMs) }()
       case 9: try { try decoder.decodeSingularMessageField(value: &self._capture) }()
+      case 10: try { try decoder.decodeSingularMessageField(value: &self._cues) }()
       default: break
       }
     }
@@ -161,6 +173,9 @@ nonisolated extension Earshot_V1_SessionSnapshot: SwiftProtobuf.Message, SwiftPr
     try { if let v = self._capture {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
     } }()
+    try { if let v = self._cues {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -174,6 +189,7 @@ nonisolated extension Earshot_V1_SessionSnapshot: SwiftProtobuf.Message, SwiftPr
     if lhs.topicSeq != rhs.topicSeq {return false}
     if lhs.takenAtUnixMs != rhs.takenAtUnixMs {return false}
     if lhs._capture != rhs._capture {return false}
+    if lhs._cues != rhs._cues {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

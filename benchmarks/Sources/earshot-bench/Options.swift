@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, cues, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,7 +36,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|cues|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -53,6 +53,8 @@ struct Options {
           hotload       earshotd (CURVE) taking catalogs over the network (issue 13): a 100 MB
                         push, 100 swaps under 20 clients' Match load, five catalogs vs one,
                         install-to-first-match of a ~125-hour catalog (about 2½ minutes)
+          cues          cue firing against the programme's true timeline (issue 14): 10 min, 60
+                        cues, at 1.00 and +4 % with noise, seeks, a lost programme
           all           all of them except hotload (run it on its own)
 
         options:
@@ -88,7 +90,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

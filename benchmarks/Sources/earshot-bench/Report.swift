@@ -52,11 +52,11 @@ struct RunEnvironment {
 enum Report {
     /// "recut" holds before/after comparisons of two builds (issue 12); no run writes it, every
     /// run keeps it.
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload", "recut"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload", "cues", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, previous: String?) -> String {
+                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, cues: CueReport? = nil, previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -82,6 +82,10 @@ enum Report {
         if let hotload {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["hotload"] = hotloadSection(env, hotload)
+        }
+        if let cues {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["cues"] = CueBenchmark.section(env, cues)
         }
         var out = """
             # Earshot benchmark results

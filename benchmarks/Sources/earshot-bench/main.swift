@@ -71,9 +71,13 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .hotload {  // not part of `all`: it writes and syncs about 1 GB
         hotload = try HotloadBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var cues: CueReport?
+    if options.command == .cues || options.command == .all {
+        cues = try CueBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
     let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon, hostile: hostile,
-                                 hotload: hotload, previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
+                                 hotload: hotload, cues: cues, previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)
     if options.write {

@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from earshot.v1 import cues_pb2 as earshot_dot_v1_dot_cues__pb2
 from earshot.v1 import types_pb2 as earshot_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x65\x61rshot/v1/session.proto\x12\nearshot.v1\x1a\x16\x65\x61rshot/v1/types.proto\"\x14\n\x12GetSnapshotRequest\"\xff\x02\n\x0fSessionSnapshot\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState\x12\x17\n\x0f\x63\x61pture_problem\x18\x02 \x01(\t\x12\x16\n\x0ewindow_seconds\x18\x03 \x01(\x01\x12\x15\n\rheard_seconds\x18\x04 \x01(\x01\x12\x33\n\rcurrent_match\x18\x05 \x01(\x0b\x32\x1c.earshot.v1.MatchedMediaItem\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12<\n\ttopic_seq\x18\x07 \x03(\x0b\x32).earshot.v1.SessionSnapshot.TopicSeqEntry\x12\x18\n\x10taken_at_unix_ms\x18\x08 \x01(\x03\x12.\n\x07\x63\x61pture\x18\t \x01(\x0b\x32\x1d.earshot.v1.CaptureStatistics\x1a/\n\rTopicSeqEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x32U\n\x07Session\x12J\n\x0bGetSnapshot\x12\x1e.earshot.v1.GetSnapshotRequest\x1a\x1b.earshot.v1.SessionSnapshotb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x65\x61rshot/v1/session.proto\x12\nearshot.v1\x1a\x15\x65\x61rshot/v1/cues.proto\x1a\x16\x65\x61rshot/v1/types.proto\"\x14\n\x12GetSnapshotRequest\"\xa3\x03\n\x0fSessionSnapshot\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState\x12\x17\n\x0f\x63\x61pture_problem\x18\x02 \x01(\t\x12\x16\n\x0ewindow_seconds\x18\x03 \x01(\x01\x12\x15\n\rheard_seconds\x18\x04 \x01(\x01\x12\x33\n\rcurrent_match\x18\x05 \x01(\x0b\x32\x1c.earshot.v1.MatchedMediaItem\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12<\n\ttopic_seq\x18\x07 \x03(\x0b\x32).earshot.v1.SessionSnapshot.TopicSeqEntry\x12\x18\n\x10taken_at_unix_ms\x18\x08 \x01(\x03\x12.\n\x07\x63\x61pture\x18\t \x01(\x0b\x32\x1d.earshot.v1.CaptureStatistics\x12\"\n\x04\x63ues\x18\n \x01(\x0b\x32\x14.earshot.v1.CueState\x1a/\n\rTopicSeqEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x32U\n\x07Session\x12J\n\x0bGetSnapshot\x12\x1e.earshot.v1.GetSnapshotRequest\x1a\x1b.earshot.v1.SessionSnapshotb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'earshot.v1.session_pb2', globals())
@@ -23,12 +24,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _SESSIONSNAPSHOT_TOPICSEQENTRY._options = None
   _SESSIONSNAPSHOT_TOPICSEQENTRY._serialized_options = b'8\001'
-  _GETSNAPSHOTREQUEST._serialized_start=64
-  _GETSNAPSHOTREQUEST._serialized_end=84
-  _SESSIONSNAPSHOT._serialized_start=87
-  _SESSIONSNAPSHOT._serialized_end=470
-  _SESSIONSNAPSHOT_TOPICSEQENTRY._serialized_start=423
-  _SESSIONSNAPSHOT_TOPICSEQENTRY._serialized_end=470
-  _SESSION._serialized_start=472
-  _SESSION._serialized_end=557
+  _GETSNAPSHOTREQUEST._serialized_start=87
+  _GETSNAPSHOTREQUEST._serialized_end=107
+  _SESSIONSNAPSHOT._serialized_start=110
+  _SESSIONSNAPSHOT._serialized_end=529
+  _SESSIONSNAPSHOT_TOPICSEQENTRY._serialized_start=482
+  _SESSIONSNAPSHOT_TOPICSEQENTRY._serialized_end=529
+  _SESSION._serialized_start=531
+  _SESSION._serialized_end=616
 # @@protoc_insertion_point(module_scope)

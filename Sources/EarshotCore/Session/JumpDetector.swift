@@ -1,0 +1,61 @@
+/// Finds a jump in the programme (a seek, a channel flipped back) from the newest seconds of
+/// audio, while a session follows an item.
+///
+/// A following session matches its whole window (up to 12 s): after a jump that window still
+/// holds mostly audio from before it, so it keeps answering the old position for several
+/// seconds. Matching the last `tailSeconds` as well shows the jump as soon as a few seconds of
+/// new audio are heard. When the tail matches confidently somewhere the followed item is not,
+/// the tail's answer is the attempt's result, and later attempts match only the audio after the
+/// jump (growing back to the whole window) so the old audio cannot pull the answer back.
+public struct JumpDetector: Sendable {
+    /// Seconds of newest audio matched on its own.
+    public var tailSeconds: Double
+    /// Confidence the tail's match needs to overrule the followed item.
+    public var minimumConfidence: Double
+    /// How far (seconds) the tail may sit from the followed item's predicted position and agree.
+    public var positionTolerance: Double
+    /// Stream time where the audio after the last jump begins, until the window holds only such audio.
+    public private(set) var since: Double?
+
+    public init(tailSeconds: Double = 2.5, minimumConfidence: Double = 0.6, positionTolerance: Double = 0.5) {
+        self.tailSeconds = tailSeconds
+        self.minimumConfidence = minimumConfidence
+        self.positionTolerance = positionTolerance
+    }
+
+    /// Seconds of the window (holding `available`) to match at stream time `streamTime`.
+    public mutating func window(available: Double, streamTime: Double) -> Double {
+        guard let since else { return available }
+        let after = streamTime - since
+        if after >= available {
+            self.since = nil
+            return available
+        }
+        return after
+    }
+
+    /// Whether a window of `window` seconds is long enough for its tail to be worth matching apart.
+    public func checksTail(of window: Double) -> Bool { window >= tailSeconds + 1 }
+
+    /// Judges the tail's match against the item followed (predicted at `expectedOffset` now);
+    /// returns the tail's result when it reveals a jump, and from then on matches only what follows.
+    /// `stillSupported` (asked only when the tail's best answer is elsewhere) says whether the tail
+    /// also supports the followed position: then it is a repeat of the same music, not a jump.
+    public mutating func judge(tail: MatchResult, following item: MatchedMediaItem, expectedOffset: Double,
+                               streamTime: Double, stillSupported: () -> Bool = { false }) -> MatchResult? {
+        guard case .match(let items) = tail, let top = items.first, top.confidence >= minimumConfidence else { return nil }
+        if Self.agrees(top, with: item, at: expectedOffset, tolerance: positionTolerance) || stillSupported() { return nil }
+        since = streamTime - tailSeconds
+        return tail
+    }
+
+    /// Whether `candidate` is `item` at `expectedOffset` (within `tolerance` seconds).
+    public static func agrees(_ candidate: MatchedMediaItem, with item: MatchedMediaItem, at expectedOffset: Double,
+                              tolerance: Double) -> Bool {
+        candidate.referenceIndex == item.referenceIndex && candidate.catalogName == item.catalogName
+            && abs(candidate.predictedCurrentMatchOffset - expectedOffset) <= tolerance
+    }
+
+    /// The stream began again (a new window): nothing to remember.
+    public mutating func reset() { since = nil }
+}

@@ -1,0 +1,405 @@
+import EarshotCore
+import EarshotLive
+import EarshotSync
+import EarshotSystem
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Logging
+import Synchronization
+
+/// `earshot.v1.Cues` and the cue/ topic: runs the `CueMonitor` on the session's continuous
+/// results and fires its events on time.
+///
+/// The monitor's clock is seconds of `ContinuousClock` since the service began. A result's
+/// stream time (the end of its window) is put on that clock through the moment the session read
+/// its newest audio: live sources deliver in real time, so stream and clock run together. A
+/// timer task sleeps until the monitor's next deadline; every result re-arms it.
+///
+/// The service follows the programme only while there is something to fire: an enabled catalog
+/// with cues, or cues the controller set. A box without cues pays nothing.
+final class CueService: Sendable {
+    private let session: ManagedSession
+    private let registry: CatalogRegistry
+    private let events: DaemonEvents
+    private let logger: Logger
+    private let store: CueStore
+    private let enabled: Bool
+    private let origin = ContinuousClock.now
+    private let state: Locked<State>
+    private let nextWatcherID = Atomic<Int>(0)
+
+    private struct State: Sendable {
+        var monitor: CueMonitor
+        var overrides: [CueStore.Override]
+        var following: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var timerDeadline: Double?
+        var savedOnceRevision = 0
+        var watchers: [Int: AsyncStream<Earshot_V1_CueEvent>.Continuation] = [:]
+    }
+
+    init(session: ManagedSession, registry: CatalogRegistry, events: DaemonEvents, configuration c: DaemonConfiguration,
+         logger: Logger) {
+        self.session = session
+        self.registry = registry
+        self.events = events
+        self.logger = logger
+        enabled = c.cuesEnabled
+        store = CueStore(stateDirectory: c.stateDirectory)
+        var overrides: [CueStore.Override] = []
+        do { overrides = try store.loadOverrides() } catch {
+            logger.error("cue overrides: \(error.message); set aside as \(store.setAside(store.overridesPath)), the catalogs' own cues serve")
+        }
+        var once = CueOnceMemory()
+        do { once = try store.loadOnce() } catch {
+            logger.error("ONCE cues: \(error.message); set aside as \(store.setAside(store.oncePath)), ONCE cues may fire again")
+        }
+        let gap = Double(c.cueSessionGapSeconds)
+        once.expire(at: Date().timeIntervalSince1970, gap: gap)
+        let configuration = CueMonitor.Configuration(
+            lead: Double(c.cueLeadMilliseconds) / 1000, lostHorizon: Double(c.cueLostHorizonMilliseconds) / 1000,
+            holdAfter: Double(c.cueHoldMilliseconds) / 1000, sessionGap: gap, minimumConfidence: c.cueMinimumConfidence)
+        state = Locked(State(monitor: CueMonitor(configuration: configuration, once: once), overrides: overrides))
+        pruneOverrides()
+    }
+
+    // MARK: Following
+
+    /// Starts or stops following as cues come and go (call after any catalog or override change).
+    func refresh() {
+        let needed = enabled && (registry.catalogSet.members.contains { $0.catalog.hasCues } || state.withLock { !$0.overrides.isEmpty })
+        state.withLock { s in
+            if needed, s.following == nil {
+                let results = session.results()
+                s.following = Task { [self] in
+                    for await r in results { observe(r) }
+                }
+                logger.info("cues: following the programme")
+            } else if !needed, let task = s.following {
+                task.cancel()
+                s.following = nil
+                s.timer?.cancel()
+                s.timer = nil
+                s.timerDeadline = nil
+                logger.info("cues: no catalog holds cues; not following for them")
+            }
+        }
+    }
+
+    /// Catalogs were installed, replaced, enabled or removed: cues may have changed.
+    func catalogsChanged() {
+        pruneOverrides()
+        refresh()
+        let now = clockNow()
+        state.withLock { s in
+            guard let programme = s.monitor.programme else { return }
+            let (schedule, _) = schedule(for: programme, overrides: s.overrides)
+            let out = s.monitor.scheduleChanged(schedule, for: programme, at: now)
+            publish(out, in: &s, now: now)
+            rearm(&s)
+        }
+    }
+
+    func stop() {
+        state.withLock { s in
+            s.following?.cancel()
+            s.timer?.cancel()
+            for w in s.watchers.values { w.finish() }
+            s.watchers.removeAll()
+        }
+    }
+
+    private func observe(_ r: StreamingResult) {
+        guard case .match(let items) = r.result, let top = items.first else { return }  // misses: time tells
+        let programme = CueProgramme(catalogName: top.catalogName, referenceIndex: top.referenceIndex,
+                                     catalogVersion: top.catalogVersion)
+        let time = clockTime(ofStreamTime: r.streamTime)
+        let observation = CueMonitor.Observation(
+            programme: programme, position: top.predictedCurrentMatchOffset, rate: 1 + top.timeSkew, confidence: top.confidence,
+            time: time, wallTime: Date().timeIntervalSince1970, revealsJump: r.revealsJump)
+        let now = clockNow()
+        state.withLock { s in
+            let (schedule, _) = schedule(for: programme, overrides: s.overrides)
+            let out = s.monitor.observe(observation, schedule: schedule) + s.monitor.advance(to: now)
+            publish(out, in: &s, now: now)
+            rearm(&s)
+        }
+    }
+
+    private func tick() {
+        let now = clockNow()
+        state.withLock { s in
+            s.timer = nil
+            s.timerDeadline = nil
+            publish(s.monitor.advance(to: now), in: &s, now: now)
+            rearm(&s)
+        }
+    }
+
+    /// A timer for the monitor's next deadline (kept when it is already set for it).
+    private func rearm(_ s: inout State) {
+        saveOnceIfChanged(&s)
+        let deadline = s.monitor.nextDeadline
+        guard deadline != s.timerDeadline || s.timer == nil else { return }
+        s.timer?.cancel()
+        s.timerDeadline = deadline
+        guard let deadline, s.following != nil else {
+            s.timer = nil
+            return
+        }
+        let instant = origin + .nanoseconds(Int64(max(0, deadline) * 1e9))
+        s.timer = Task { [self] in
+            try? await Task.sleep(until: instant, tolerance: .milliseconds(1), clock: .continuous)
+            guard !Task.isCancelled else { return }
+            tick()
+        }
+    }
+
+    private func saveOnceIfChanged(_ s: inout State) {
+        guard s.monitor.onceRevision != s.savedOnceRevision else { return }
+        s.savedOnceRevision = s.monitor.onceRevision
+        do throws(SystemError) { try store.save(s.monitor.once) } catch { logger.error("cannot save ONCE cues: \(error.message)") }
+    }
+
+    // MARK: Clock
+
+    private func clockNow() -> Double { Self.seconds(ContinuousClock.now - origin) }
+
+    /// The service clock at the moment audio of stream time `streamTime` was read.
+    private func clockTime(ofStreamTime streamTime: Double) -> Double {
+        guard let newest = session.status.newestAudio else { return clockNow() }
+        return Self.seconds(newest.instant - origin) + (streamTime - newest.streamTime)
+    }
+
+    private func unixMilliseconds(atClock t: Double) -> Int64 {
+        Int64(((Date().timeIntervalSince1970 + t - clockNow()) * 1000).rounded())
+    }
+
+    private static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+
+    // MARK: Schedules
+
+    /// The cues of `programme`: the controller's for that catalog version, else the catalog's.
+    private func schedule(for programme: CueProgramme, overrides: [CueStore.Override])
+        -> (CueSchedule, Earshot_V1_CueSchedule.Source)
+    {
+        guard let catalog = registry.slot(named: programme.catalogName)?.loaded?.catalog,
+              programme.referenceIndex >= 0, programme.referenceIndex < catalog.referenceCount
+        else { return (.empty(referenceDuration: 0), .catalog) }
+        let duration = catalog.references[programme.referenceIndex].duration
+        if let o = overrides.first(where: { $0.catalog == programme.catalogName && $0.reference == programme.referenceIndex }),
+           o.version == programme.catalogVersion, let schedule = try? CueSchedule(o.cues, referenceDuration: duration) {
+            return (schedule, .controller)
+        }
+        return (catalog.cues(ofReference: programme.referenceIndex), .catalog)
+    }
+
+    /// Drops the controller's cues for catalogs that were replaced by a new version.
+    private func pruneOverrides() {
+        let versions = Dictionary(registry.all.map { ($0.name, $0.version) }, uniquingKeysWith: { a, _ in a })
+        state.withLock { s in
+            let kept = s.overrides.filter { o in versions[o.catalog].map { $0 == o.version } ?? true }
+            guard kept.count != s.overrides.count else { return }
+            for o in s.overrides where !kept.contains(o) {
+                logger.notice("cues set for \(o.catalog) v\(o.version) reference \(o.reference) dropped: the catalog is now v\(versions[o.catalog] ?? 0)")
+            }
+            s.overrides = kept
+            do throws(SystemError) { try store.save(kept) } catch { logger.error("cannot save cue overrides: \(error.message)") }
+        }
+    }
+
+    private struct Reference {
+        var programme: CueProgramme
+        var catalog: MappedCatalog
+    }
+
+    /// The reference a request names: by media item id, by catalog and index, or the programme
+    /// being followed.
+    private func resolve(_ r: Earshot_V1_CueScheduleRequest) throws(RpcError) -> Reference {
+        let slots = registry.all.filter { $0.loaded != nil && (r.catalog.isEmpty || $0.name == r.catalog) }
+        if !r.catalog.isEmpty, slots.isEmpty {
+            throw RpcError(.notFound, "no catalog named \"\(r.catalog)\" is loaded")
+        }
+        if !r.mediaItemID.isEmpty {
+            for slot in slots {
+                guard let catalog = slot.loaded?.catalog else { continue }
+                for i in 0..<catalog.referenceCount where catalog.mediaItems(ofReference: i).contains(where: { $0.id == r.mediaItemID }) {
+                    return Reference(programme: CueProgramme(catalogName: slot.name, referenceIndex: i, catalogVersion: slot.version),
+                                     catalog: catalog)
+                }
+            }
+            throw RpcError(.notFound, "no media item \"\(r.mediaItemID)\" in \(r.catalog.isEmpty ? "any loaded catalog" : r.catalog)")
+        }
+        if r.catalog.isEmpty {
+            guard let programme = state.withLock({ $0.monitor.programme }),
+                  let slot = registry.slot(named: programme.catalogName), let catalog = slot.loaded?.catalog
+            else { throw RpcError(.notFound, "no programme is being followed; name a catalog and reference (or a media item id)") }
+            return Reference(programme: CueProgramme(catalogName: slot.name, referenceIndex: programme.referenceIndex,
+                                                     catalogVersion: slot.version), catalog: catalog)
+        }
+        let slot = slots[0]
+        guard let catalog = slot.loaded?.catalog else { throw RpcError(.failedPrecondition, "catalog \(slot.name) is not loaded") }
+        let index = Int(r.referenceIndex)
+        guard index < catalog.referenceCount else {
+            throw RpcError(.notFound, "catalog \(slot.name) has no reference \(index) (it has \(catalog.referenceCount))")
+        }
+        return Reference(programme: CueProgramme(catalogName: slot.name, referenceIndex: index, catalogVersion: slot.version),
+                         catalog: catalog)
+    }
+
+    // MARK: Wire
+
+    private func wireProgramme(_ p: CueProgramme) -> Earshot_V1_CueProgramme {
+        let title = registry.slot(named: p.catalogName)?.loaded.flatMap { loaded -> String? in
+            guard p.referenceIndex < loaded.catalog.referenceCount else { return nil }
+            return loaded.catalog.mediaItems(ofReference: p.referenceIndex).first.map { $0.title ?? $0.id }
+        }
+        return Earshot_V1_CueProgramme(p, title: title ?? "")
+    }
+
+    private func wireSchedule(_ p: CueProgramme, overrides: [CueStore.Override]) -> Earshot_V1_CueSchedule {
+        let (schedule, source) = self.schedule(for: p, overrides: overrides)
+        return Earshot_V1_CueSchedule(schedule, programme: wireProgramme(p), source: source)
+    }
+
+    /// Sends `out` to the cue/ topic and every StreamCues call, under the state lock so they
+    /// leave in the monitor's order.
+    private func publish(_ out: [CueEvent], in s: inout State, now: Double) {
+        guard !out.isEmpty else { return }
+        let rate = s.monitor.snapshot(at: now).rate
+        for e in out {
+            var w = Earshot_V1_CueEvent()
+            w.kind = Earshot_V1_CueEvent.Kind(e.kind)
+            w.programme = wireProgramme(e.programme)
+            if let cue = e.cue {
+                let index = s.monitor.schedule.cues.firstIndex { $0.id == cue.id }
+                w.cue = Earshot_V1_Cue(cue, end: index.flatMap { s.monitor.schedule.end(ofCueAt: $0) })
+                if e.kind == .upcoming {
+                    w.dueUnixMs = unixMilliseconds(atClock: e.time + (cue.start - e.position) / rate)
+                }
+            }
+            if e.kind == .schedule { w.schedule = wireSchedule(e.programme, overrides: s.overrides) }
+            w.position = e.position
+            w.latenessSeconds = e.lateness
+            w.owed = e.owed
+            if let from = e.from { w.fromPosition = from }
+            w.rate = rate
+            events.publishCue(w)
+            for watcher in s.watchers.values { watcher.yield(w) }
+            logLine(e)
+        }
+    }
+
+    private func logLine(_ e: CueEvent) {
+        let at = String(format: "%.2f", e.position)
+        switch e.kind {
+        case .started, .skipped:
+            let late = e.lateness > 0.05 ? String(format: ", %.2f s late", e.lateness) : ""
+            logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(e.owed ? " (owed)" : "")")
+        case .seek:
+            logger.info("cue timeline: \(e.programme.key) jumped from \(String(format: "%.2f", e.from ?? 0)) to \(at) s")
+        case .programmeLost:
+            logger.info("cue timeline: \(e.programme.key) lost at \(at) s")
+        case .schedule, .upcoming, .ended:
+            logger.debug("cue \(e.kind.rawValue): \(e.cue?.id ?? e.programme.key) at \(at) s")
+        }
+    }
+
+    /// The monitor's state for GetCurrent, StreamCues and the session snapshot.
+    func currentState() -> Earshot_V1_CueState {
+        let now = clockNow()
+        return state.withLock { s in currentState(s, now: now) }
+    }
+
+    private func currentState(_ s: State, now: Double) -> Earshot_V1_CueState {
+        let snapshot = s.monitor.snapshot(at: now)
+        var w = Earshot_V1_CueState()
+        w.phase = Earshot_V1_CueState.Phase(snapshot.phase)
+        w.takenAtUnixMs = unixMilliseconds(atClock: now)
+        guard let programme = snapshot.programme else { return w }
+        w.programme = wireProgramme(programme)
+        w.position = snapshot.position
+        w.rate = snapshot.rate
+        let schedule = s.monitor.schedule
+        func wire(_ cue: Cue) -> Earshot_V1_Cue {
+            Earshot_V1_Cue(cue, end: schedule.cues.firstIndex { $0.id == cue.id }.flatMap { schedule.end(ofCueAt: $0) })
+        }
+        w.current = snapshot.current.map(wire)
+        if let next = snapshot.next { w.next = wire(next) }
+        if let t = snapshot.nextTime { w.nextDueUnixMs = unixMilliseconds(atClock: t) }
+        w.schedule = wireSchedule(programme, overrides: s.overrides)
+        return w
+    }
+
+    // MARK: RPC
+
+    func register(on server: RpcServer) {
+        server.register(Methods.Cues.getSchedule, role: .viewer) { [self] request, _ throws(RpcError) in
+            let reference = try resolve(request)
+            return state.withLock { wireSchedule(reference.programme, overrides: $0.overrides) }
+        }
+        server.register(Methods.Cues.getCurrent, role: .viewer) { [self] _, _ throws(RpcError) in currentState() }
+        server.register(Methods.Cues.setCues, role: .operator) { [self] request, _ throws(RpcError) in
+            let reference = try resolve(request.reference)
+            var cues: [Cue] = []
+            for w in request.cues {
+                do throws(EarshotError) { cues.append(try Cue(wire: w)) } catch { throw RpcError(.invalidArgument, error.message) }
+            }
+            let duration = reference.catalog.references[reference.programme.referenceIndex].duration
+            do throws(EarshotError) { _ = try CueSchedule(cues, referenceDuration: duration) } catch {
+                throw RpcError(.invalidArgument, error.message)
+            }
+            let p = reference.programme
+            let change = CueStore.Override(catalog: p.catalogName, version: p.catalogVersion, reference: p.referenceIndex, cues: cues)
+            let reply = try replaceOverride(for: p, with: change)
+            logger.notice("cues: \(cues.count) cue(s) set for \(p.catalogName) v\(p.catalogVersion) reference \(p.referenceIndex)")
+            return reply
+        }
+        server.register(Methods.Cues.clearCues, role: .operator) { [self] request, _ throws(RpcError) in
+            let p = try resolve(request).programme
+            let reply = try replaceOverride(for: p, with: nil)
+            logger.notice("cues: \(p.catalogName) reference \(p.referenceIndex) back to the catalog's cues")
+            return reply
+        }
+        server.register(streaming: Methods.Cues.streamCues, role: .viewer) { [self] _, call, writer throws(RpcError) in
+            let (stream, continuation) = AsyncStream.makeStream(of: Earshot_V1_CueEvent.self, bufferingPolicy: .bufferingNewest(256))
+            let id = nextWatcherID.add(1, ordering: .relaxed).newValue
+            // The state first, then every event after it (published under the same lock).
+            let now = clockNow()
+            state.withLock { s in
+                var first = Earshot_V1_CueEvent()
+                first.kind = .state
+                first.state = currentState(s, now: now)
+                continuation.yield(first)
+                s.watchers[id] = continuation
+            }
+            defer { _ = state.withLock { $0.watchers.removeValue(forKey: id) } }
+            for await event in stream { try writer.send(event) }
+            if let reason = call.cancellationReason() { throw reason }
+        }
+    }
+
+    /// Sets (or with nil, clears) the controller's cues of `p`; saved before anything changes.
+    private func replaceOverride(for p: CueProgramme, with change: CueStore.Override?) throws(RpcError) -> Earshot_V1_CueSchedule {
+        let now = clockNow()
+        let result: Result<Earshot_V1_CueSchedule, RpcError> = state.withLock { s in
+            var overrides = s.overrides.filter { !($0.catalog == p.catalogName && $0.reference == p.referenceIndex) }
+            if let change { overrides.append(change) }
+            do throws(SystemError) { try store.save(overrides) } catch {
+                return .failure(RpcError(.unavailable, "cannot save the cues: \(error.message); nothing changed"))
+            }
+            s.overrides = overrides
+            if let programme = s.monitor.programme, programme.isSame(as: p) {
+                let (schedule, _) = schedule(for: programme, overrides: overrides)
+                publish(s.monitor.scheduleChanged(schedule, for: programme, at: now), in: &s, now: now)
+                rearm(&s)
+            }
+            return .success(wireSchedule(p, overrides: overrides))
+        }
+        refresh()
+        return try result.get()
+    }
+}
