@@ -33,8 +33,12 @@ extension ManagedSession {
         private var tracker = MatchTracker()
         /// Sees seeks in the newest audio while following; its tail must be a query the catalogs take.
         private var jumps = JumpDetector()
-        /// The last attempt's result came from the tail and showed a jump.
-        private var lastAttemptRevealsJump = false
+        /// What the last attempt's tail said of the item followed.
+        private var lastAttemptTail = TailVerdict.agrees
+        /// Tails in a row that did not hold the item followed: one is noise (a loud remark, a
+        /// quiet bar under room noise); two in a row mean the window's answer rests on old audio.
+        private var unsupportedTails = 0
+        static let staleAfterTails = 2
         private var waiting: [(id: Int, continuation: CheckedContinuation<MatchResult, Never>)] = []
         private var resultObservers: [Int: AsyncStream<StreamingResult>.Continuation] = [:]
         private let block: UnsafeMutableBufferPointer<Float>
@@ -190,7 +194,8 @@ extension ManagedSession {
                     waiting.removeAll()
                 case .publish(let result):
                     let time = fingerprinter?.streamDuration ?? 0
-                    if let delivered = tracker.track(result, streamTime: time, revealsJump: lastAttemptRevealsJump) {
+                    if var delivered = tracker.track(result, streamTime: time, revealsJump: lastAttemptTail == .jumped) {
+                        delivered.isStale = lastAttemptTail == .stale
                         for o in resultObservers.values { o.yield(delivered) }
                     }
                 case .finishResults:
@@ -218,12 +223,12 @@ extension ManagedSession {
             var result: MatchResult
             let now = fingerprinter.streamDuration
             var window = jumps.window(available: fingerprinter.window.windowDuration, streamTime: now)
-            lastAttemptRevealsJump = false
+            lastAttemptTail = .agrees
             do {
                 let (signature, _) = try fingerprinter.window.signature(lastSeconds: window)
                 window = signature.duration
-                (result, lastAttemptRevealsJump) = following(matcher.match(signature), signature: signature, now: now)
-                if lastAttemptRevealsJump { window = jumps.tailSeconds }
+                (result, lastAttemptTail) = following(matcher.match(signature), signature: signature, now: now)
+                if lastAttemptTail == .jumped { window = jumps.tailSeconds }
             } catch .signatureInvalid {
                 result = .noMatch  // silence in the room: nothing to match yet
             } catch {
@@ -234,27 +239,49 @@ extension ManagedSession {
             perform(machine.attempted(result, window: window))
         }
 
+        /// What the newest seconds, matched alone, say of the item followed.
+        enum TailVerdict {
+            /// They hold it where it is predicted (or there was no tail to check).
+            case agrees
+            /// They do not hold it: the window's answer rests on older audio.
+            case stale
+            /// They hold something else, confidently: playback jumped.
+            case jumped
+        }
+
         /// While following an item: the window's answer, kept at the followed position when the
         /// window supports it too (a repeat of the same music must not move the programme); then
-        /// the newest seconds matched alone, whose answer wins when it shows playback jumped.
-        private func following(_ result: MatchResult, signature: Signature, now: Double) -> (MatchResult, revealsJump: Bool) {
-            guard machine.streaming, let fingerprinter, let (item, at) = tracker.currentMatch else { return (result, false) }
+        /// the newest seconds matched alone, whose answer wins when it shows playback jumped, and
+        /// which mark the window's answer stale when they do not hold the followed position.
+        private func following(_ result: MatchResult, signature: Signature, now: Double) -> (MatchResult, TailVerdict) {
+            guard machine.streaming, let fingerprinter, let (item, at) = tracker.currentMatch else { return (result, .agrees) }
             let expected = MatchTracker.predictedOffset(of: item, from: at, to: now)
             var result = result
             let tolerance = tracker.positionTolerance
-            if !(result.mediaItems.first.map { JumpDetector.agrees($0, with: item, at: expected, tolerance: tolerance) } ?? false),
+            func isFollowed(_ m: MatchedMediaItem) -> Bool { JumpDetector.agrees(m, with: item, at: expected, tolerance: tolerance) }
+            if !(result.mediaItems.first.map(isFollowed) ?? false),
                let kept = matcher.support(signature, following: item, expectedOffset: expected) {
                 result = .match([kept] + result.mediaItems.filter {
                     !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
                 })
             }
             jumps.tailSeconds = max(JumpDetector().tailSeconds, machine.configuration.minimumWindow)
-            guard jumps.checksTail(of: signature.duration),
-                  let (tail, _) = try? fingerprinter.window.signature(lastSeconds: jumps.tailSeconds) else { return (result, false) }
-            let revealed = jumps.judge(tail: matcher.match(tail), following: item, expectedOffset: expected, streamTime: now) {
-                matcher.support(tail, following: item, expectedOffset: expected) != nil
+            guard jumps.checksTail(of: signature.duration) else { return (result, .agrees) }
+            guard let (tail, _) = try? fingerprinter.window.signature(lastSeconds: jumps.tailSeconds) else {
+                unsupportedTails += 1  // the newest seconds are silent: they confirm nothing
+                return (result, unsupportedTails >= Self.staleAfterTails ? .stale : .agrees)
             }
-            return revealed.map { ($0, true) } ?? (result, false)
+            let tailResult = matcher.match(tail)
+            // A few aligned anchors at the expected position are enough to hold it: a noisy tail may
+            // match a repeat of the music better than where it really is.
+            let supported = tailResult.mediaItems.contains(where: isFollowed)
+                || matcher.support(tail, following: item, expectedOffset: expected, minimumInliers: JumpDetector.supportInliers) != nil
+            if let revealed = jumps.judge(tail: tailResult, following: item, expectedOffset: expected, streamTime: now,
+                                          stillSupported: { supported }) {
+                return (revealed, .jumped)
+            }
+            unsupportedTails = supported ? 0 : unsupportedTails + 1
+            return (result, unsupportedTails >= Self.staleAfterTails ? .stale : .agrees)
         }
 
         // MARK: Audio

@@ -117,7 +117,7 @@ final class CueService: Sendable {
         let time = clockTime(ofStreamTime: r.streamTime)
         let observation = CueMonitor.Observation(
             programme: programme, position: top.predictedCurrentMatchOffset, rate: 1 + top.timeSkew, confidence: top.confidence,
-            time: time, wallTime: Date().timeIntervalSince1970, revealsJump: r.revealsJump)
+            time: time, wallTime: Date().timeIntervalSince1970, revealsJump: r.revealsJump, isStale: r.isStale)
         let now = clockNow()
         state.withLock { s in
             let (schedule, _) = schedule(for: programme, overrides: s.overrides)

@@ -23,7 +23,8 @@
 ///   seconds of its beginning; POST cues start when playback reaches the reference's end. Both
 ///   are moments, never current.
 /// - **ONCE.** A ONCE cue starts at most once per programme session (`CueOnceMemory`).
-/// - Observations below `minimumConfidence` are ignored.
+/// - Observations below `minimumConfidence`, and stale ones (the newest audio does not hold
+///   them), are ignored.
 public struct CueMonitor: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Seconds (of programme played at its speed) between UPCOMING and STARTED.
@@ -75,9 +76,13 @@ public struct CueMonitor: Sendable {
         /// The session saw the newest audio leave what it followed (`JumpDetector`): a jump to
         /// believe at once, whatever the confidence.
         public var revealsJump: Bool
+        /// The newest audio does not hold this position (`StreamingResult.isStale`): it confirms
+        /// nothing, and is ignored.
+        public var isStale: Bool
 
         public init(programme: CueProgramme, position: Double, rate: Double, confidence: Double, time: Double,
-                    wallTime: Double, revealsJump: Bool = false) {
+                    wallTime: Double, revealsJump: Bool = false, isStale: Bool = false) {
+            self.isStale = isStale
             self.programme = programme
             self.position = position
             self.rate = rate
@@ -145,7 +150,7 @@ public struct CueMonitor: Sendable {
 
     /// Takes a position estimate with the schedule of its programme; returns what to publish.
     public mutating func observe(_ o: Observation, schedule newSchedule: CueSchedule) -> [CueEvent] {
-        guard o.confidence >= configuration.minimumConfidence, o.position.isFinite, o.rate.isFinite, o.rate > 0,
+        guard o.confidence >= configuration.minimumConfidence, !o.isStale, o.position.isFinite, o.rate.isFinite, o.rate > 0,
               o.time.isFinite else { return advance(to: o.time) }
         lastWall = (o.time, o.wallTime)
         var events: [CueEvent] = []

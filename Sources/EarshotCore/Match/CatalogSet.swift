@@ -53,12 +53,15 @@ public final class CatalogSetMatcher {
 
     /// `item` again, if `signature` (ending where `item` is predicted at `expectedOffset`) still
     /// supports that position: the same media item with the offsets and confidence measured
-    /// there. nil when its catalog is gone or the audio does not support it.
-    public func support(_ signature: Signature, following item: MatchedMediaItem, expectedOffset: Double) -> MatchedMediaItem? {
+    /// there. nil when its catalog is gone or the audio does not support it with at least
+    /// `minimumInliers` aligned anchors.
+    public func support(_ signature: Signature, following item: MatchedMediaItem, expectedOffset: Double,
+                        minimumInliers: Int = Matcher.minimumInliers) -> MatchedMediaItem? {
         guard let i = catalogs.members.firstIndex(where: { $0.name == item.catalogName }) else { return nil }
         let speed = 1 + item.timeSkew
         let start = expectedOffset - signature.duration * speed
-        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, speed: speed) else { return nil }
+        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, speed: speed,
+                                            minimumInliers: minimumInliers) else { return nil }
         var kept = item
         kept.matchOffset = c.offset
         kept.timeSkew = c.timeScale - 1

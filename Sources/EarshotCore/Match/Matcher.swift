@@ -171,7 +171,10 @@ public final class Matcher {
     /// support that position. A session following a programme asks this when the best-first
     /// search answers elsewhere: music repeats itself, and a repeat of the same section can
     /// outscore the position playback is really at.
-    public func candidate(_ signature: Signature, reference: Int, offset: Double, speed: Double) -> Candidate? {
+    /// `minimumInliers` may be lower than a match needs: the question is not "which reference"
+    /// but "does this position hold too", which chance rarely answers yes at one given offset.
+    public func candidate(_ signature: Signature, reference: Int, offset: Double, speed: Double,
+                          minimumInliers: Int = Matcher.minimumInliers) -> Candidate? {
         guard reference >= 0, reference < catalog.referenceCount, offset.isFinite, speed.isFinite else { return nil }
         queryPeaks.removeAll(keepingCapacity: true)
         signature.peaks.withUnsafeBufferPointer {
@@ -185,7 +188,7 @@ public final class Matcher {
         let hop = FingerprintParameters.hopDuration
         let frames = Double(catalog.references[reference].startFrame) + offset / hop
         guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())),
-              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop),
+              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop, minimumInliers: minimumInliers),
               c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
         else { return nil }
         return c
@@ -255,7 +258,7 @@ public final class Matcher {
         return taken
     }
 
-    private func verify(hypothesis: Int, bin: Int, queryFrames: Double) -> Candidate? {
+    private func verify(hypothesis: Int, bin: Int, queryFrames: Double, minimumInliers: Int = Matcher.minimumInliers) -> Candidate? {
         // Hits within a few bins (a tempo drift spreads them over several).
         let binWidth = 1 << OffsetHistogram.binShift
         let drift = Int(0.07 * queryFrames) + 2 * binWidth
@@ -271,14 +274,14 @@ public final class Matcher {
                 candidateHits.append(i)
             }
         }
-        guard xs.count >= Self.minimumInliers else { return nil }
+        guard xs.count >= minimumInliers else { return nil }
         let line = xs.withUnsafeBufferPointer { x in
             ys.withUnsafeBufferPointer { y in
                 lineFit.fit(xs: x, ys: y, interceptCenter: Double(center), interceptRadius: Double(drift),
                             slopes: 0.94...1.06)
             }
         }
-        guard line.inliers >= Self.minimumInliers else { return nil }
+        guard line.inliers >= minimumInliers else { return nil }
 
         // Frequency skew: median ratio of query to reference anchor frequency over the inliers.
         ratios.removeAll(keepingCapacity: true)
@@ -306,7 +309,7 @@ public final class Matcher {
             inliers += 1
             previousFrame = f
         }
-        guard inliers >= Self.minimumInliers else { return nil }
+        guard inliers >= minimumInliers else { return nil }
         midFrame /= Double(aligned)
         guard let reference = catalog.referenceIndex(containing: Int(midFrame)) else { return nil }
         let speed = Double(Self.speedHypotheses[hypothesis])

@@ -14,10 +14,14 @@ public struct JumpDetector: Sendable {
     public var minimumConfidence: Double
     /// How far (seconds) the tail may sit from the followed item's predicted position and agree.
     public var positionTolerance: Double
+    /// Aligned anchors at the followed position that make the tail a repeat rather than a jump:
+    /// a noisy tail may match a repeat of the music better than the place it really is, yet it
+    /// still aligns a few anchors there, which chance rarely does at one given offset.
+    public static let supportInliers = 4
     /// Stream time where the audio after the last jump begins, until the window holds only such audio.
     public private(set) var since: Double?
 
-    public init(tailSeconds: Double = 2.5, minimumConfidence: Double = 0.6, positionTolerance: Double = 0.5) {
+    public init(tailSeconds: Double = 2.0, minimumConfidence: Double = 0.6, positionTolerance: Double = 0.5) {
         self.tailSeconds = tailSeconds
         self.minimumConfidence = minimumConfidence
         self.positionTolerance = positionTolerance

@@ -10,12 +10,16 @@ public struct StreamingResult: Sendable {
     /// The newest audio showed a jump away from what was followed (`JumpDetector`): a seek or a
     /// channel flipped back, not a chance match.
     public var revealsJump: Bool
+    /// The newest seconds of audio, matched alone, do not hold this position: the answer rests on
+    /// older audio in the window (the programme may have stopped, or be too quiet to hear).
+    public var isStale: Bool
 
-    public init(result: MatchResult, isRepeat: Bool, streamTime: Double, revealsJump: Bool = false) {
+    public init(result: MatchResult, isRepeat: Bool, streamTime: Double, revealsJump: Bool = false, isStale: Bool = false) {
         self.result = result
         self.isRepeat = isRepeat
         self.streamTime = streamTime
         self.revealsJump = revealsJump
+        self.isStale = isStale
     }
 }
 
