@@ -141,6 +141,7 @@ if Context.environment["EARSHOT_FUZZ"] != nil {
         ("fuzz-signature", ["EarshotCore"]),
         ("fuzz-catalog", ["EarshotCore"]),
         ("fuzz-csv", ["EarshotAuthoring", "EarshotCore"]),
+        ("fuzz-cues", ["EarshotAuthoring", "EarshotCore"]),
         ("fuzz-config", ["EarshotService"]),
     ]
     package.targets.append(.target(

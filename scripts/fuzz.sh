@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh signature 60
 #   scripts/fuzz.sh all 0 -- -runs=1000000      # a fixed number of executions instead of a time
 #
-# Harnesses: envelope signature catalog csv config. The harnesses are executable targets that
+# Harnesses: envelope signature catalog csv config cues. The harnesses are executable targets that
 # Package.swift declares only when EARSHOT_FUZZ is set; they and everything they test are built
 # with -sanitize=fuzzer,address into $FUZZ_SCRATCH (default /tmp/fuzz-build). Each harness writes
 # its seed corpus (valid inputs made with the package's own encoders) into
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
 
-all=(envelope signature catalog csv config)
+all=(envelope signature catalog csv config cues)
 [ $# -ge 1 ] || { echo "usage: $0 <${all[*]// /|}|all> [seconds] [-- libFuzzer arguments]" >&2; exit 2; }
 which=$1; shift
 seconds=60
@@ -48,8 +48,9 @@ for h in "${harnesses[@]}"; do
     # row costs the harness a parse, three assigns, a 14-column render and a parse of that, so
     # long inputs only slow it down (the length limit grows during a run: ~1.5 KB -> ~4 KB over
     # 550 000 executions, with exec/s falling from ~2 000 to ~1 400).
+    # The same holds for cue playlists and CSV (fuzz-cues).
     max_len=65536
-    [ "$h" = csv ] && max_len=4096
+    case $h in csv | cues) max_len=4096 ;; esac
     echo "== fuzz-$h: ${seconds}s ${extra[*]:-}" >&2
     # -rss_limit_mb: the catalog harness maps whole inputs; leaks are reported at exit (ASan).
     "$bin" "$corpus" "${dict[@]}" "${time_limit[@]}" -timeout=10 -max_len=$max_len -rss_limit_mb=2048 \
