@@ -21,6 +21,7 @@ struct RemoteCommand: ParsableCommand {
               earshot remote state
               earshot remote watch --server tcp://tv-box.local:7400
               earshot remote catalog push show.earcat --enable
+              earshot remote cues
               earshot remote match --server tcp://tv-box.local:7400 --server-key server.public --key tv-app.key
 
             The daemon uses CURVE by default: give its public key (--server-key) and a client key \
@@ -31,7 +32,7 @@ struct RemoteCommand: ParsableCommand {
             (the message says which, with the gRPC status name).
             """,
         subcommands: [RemotePrepareCommand.self, RemoteMatchCommand.self, RemoteStreamCommand.self,
-                      RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self]
+                      RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self, RemoteCuesCommand.self]
     )
 }
 

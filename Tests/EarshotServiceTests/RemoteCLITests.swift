@@ -54,6 +54,44 @@ struct RemoteCLITests {
         #expect(watch.out.contains("now playing: Piece 1"))
     }
 
+    /// The controller sets cues from a playlist, a follower sees them fire, the schedule lists
+    /// them, a bad playlist is refused with its line, and clear goes back to the catalog's.
+    @Test func cuesSetFollowScheduleClear() throws {
+        let daemon = try DaemonHarness()
+        let k = try keys(daemon)
+        let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
+        // The programme plays piece 1 from 10 s to 50 s, looping: cues every 5 s fire within any 12 s.
+        var playlist = "#EXTM3U\n#EXT-X-PROGRAM-DATE-TIME:2024-05-01T20:00:00Z\n"
+        for (i, start) in stride(from: 12, through: 47, by: 5).enumerated() {
+            playlist += "#EXT-X-DATERANGE:ID=\"q\(i)\",CLASS=\"com.example.quiz\",START-DATE=\"2024-05-01T20:00:\(start)Z\",DURATION=2\n"
+        }
+        playlist += "#EXTINF:60,\npiece1.ts\n"
+        let file = daemon.directory.appendingPathComponent("quiz.m3u8").path
+        try playlist.write(toFile: file, atomically: true, encoding: .utf8)
+        let set = try earshot(["remote", "cues", "set", "--id", "piece1", file] + server + k)
+        #expect(set.status == 0, "\(set.err)")
+        #expect(set.out.contains("set 8 cue(s) on Piece 1"))
+
+        let follow = try earshot(["remote", "cues", "follow", "--duration", "12"] + server + k)
+        #expect(follow.status == 0, "\(follow.err)")
+        #expect(follow.out.contains("STARTED q"), "\(follow.out)")
+        #expect(follow.out.contains("now: "))
+
+        let schedule = try earshot(["remote", "cues", "schedule", "--id", "piece1"] + server + k)
+        #expect(schedule.out.contains("8 cue(s), set by the controller"))
+        #expect(schedule.out.contains("q0 at 12.00 s  to 14.00 s  com.example.quiz"), "\(schedule.out)")
+
+        try "#EXTM3U\n#EXT-X-DATERANGE:ID=\"x\",START-DATE=\"2024-05-01T20:00:12Z\",DURATION=-1\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let bad = try earshot(["remote", "cues", "set", "--id", "piece1", "--origin", "2024-05-01T20:00:00Z", file] + server + k)
+        #expect(bad.status == 3)
+        #expect(bad.err.contains("line 2"), "\(bad.err)")
+
+        let clear = try earshot(["remote", "cues", "clear", "--id", "piece1"] + server + k)
+        #expect(clear.status == 0, "\(clear.err)")
+        #expect(clear.out.contains("back to the catalog's 0 cue(s)"))
+    }
+
     /// A catalog author's whole path: an author key, `catalog sign`, `catalog display` showing
     /// the signer, `remote catalog push` to two boxes at once (one of which refuses the admin
     /// call from an operator key), `list`, `disable`, `remove`.
