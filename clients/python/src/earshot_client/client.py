@@ -546,6 +546,57 @@ class Client:
                     progress(offset, size)
             return self.commit_upload(upload_id, commit_timeout)
 
+    # Cues: events on a reference's timeline (HLS-interstitial-like), fired by the daemon from
+    # what it hears. Reading needs any role; set_cues / clear_cues need operator or admin (the
+    # controller). A reference is named by catalog and index, or by one of its media item ids;
+    # naming neither means the programme being followed.
+
+    @staticmethod
+    def _cue_reference(catalog: str, reference: int, media_item_id: str) -> "pb.CueScheduleRequest":
+        return pb.CueScheduleRequest(catalog=catalog, reference_index=reference, media_item_id=media_item_id)
+
+    def cue_schedule(
+        self, catalog: str = "", reference: int = 0, *, media_item_id: str = "", timeout: Optional[float] = None
+    ) -> pb.CueSchedule:
+        """Cues/GetSchedule: ``.cues`` in timeline order (``.end`` filled where a cue ends),
+        ``.reference_duration``, ``.programme`` and ``.source`` (catalog or controller)."""
+        return self.call(
+            Methods.GET_CUE_SCHEDULE, self._cue_reference(catalog, reference, media_item_id), pb.CueSchedule, timeout
+        )
+
+    def current_cues(self, timeout: Optional[float] = None) -> pb.CueState:
+        """Cues/GetCurrent: ``.phase``, ``.programme``, ``.position`` at ``.taken_at_unix_ms`` and
+        ``.rate``, the ``.current`` cues and the ``.next`` one, due at ``.next_due_unix_ms``."""
+        return self.call(Methods.GET_CURRENT_CUES, pb.GetCurrentCuesRequest(), pb.CueState, timeout)
+
+    def set_cues(
+        self,
+        cues,
+        catalog: str = "",
+        reference: int = 0,
+        *,
+        media_item_id: str = "",
+        timeout: Optional[float] = None,
+    ) -> pb.CueSchedule:
+        """Cues/SetCues (operator or admin): replaces the reference's cues (``pb.Cue`` messages)
+        until :meth:`clear_cues` or a new version of the catalog. INVALID_ARGUMENT names the
+        first bad cue; nothing changes then."""
+        request = pb.SetCuesRequest(reference=self._cue_reference(catalog, reference, media_item_id), cues=list(cues))
+        return self.call(Methods.SET_CUES, request, pb.CueSchedule, timeout)
+
+    def clear_cues(
+        self, catalog: str = "", reference: int = 0, *, media_item_id: str = "", timeout: Optional[float] = None
+    ) -> pb.CueSchedule:
+        """Cues/ClearCues (operator or admin): the catalog's own cues serve again."""
+        return self.call(
+            Methods.CLEAR_CUES, self._cue_reference(catalog, reference, media_item_id), pb.CueSchedule, timeout
+        )
+
+    def stream_cues(self, timeout: Optional[float] = None) -> "ResponseStream":
+        """Cues/StreamCues: ``pb.CueEvent`` messages as they happen; the first has kind
+        ``pb.CueEvent.KIND_STATE`` and carries ``.state`` (as :meth:`current_cues`)."""
+        return self.stream(Methods.STREAM_CUES, pb.StreamCuesRequest(), pb.CueEvent, timeout)
+
     def health(self, service: str = "", timeout: Optional[float] = None) -> int:
         """Health/Check: the serving status (``pb.SERVING_STATUS_SERVING``…) of ``service``
         (``""`` = the whole daemon, or ``"earshot.v1.Recognizer"``…)."""

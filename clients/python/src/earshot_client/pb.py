@@ -12,6 +12,7 @@ from google.protobuf.message import Message as _Message
 
 from earshot.v1 import (  # noqa: F401  (re-exported as modules too)
     catalogs_pb2,
+    cues_pb2,
     envelope_pb2,
     events_pb2,
     health_pb2,
@@ -20,7 +21,7 @@ from earshot.v1 import (  # noqa: F401  (re-exported as modules too)
     types_pb2,
 )
 
-_MODULES = (types_pb2, envelope_pb2, recognizer_pb2, session_pb2, catalogs_pb2, health_pb2, events_pb2)
+_MODULES = (types_pb2, envelope_pb2, recognizer_pb2, session_pb2, catalogs_pb2, cues_pb2, health_pb2, events_pb2)
 
 __all__ = []
 for _module in _MODULES:

@@ -37,6 +37,11 @@ class Methods:
     HEALTH_CHECK = "/earshot.v1.Health/Check"
     HEALTH_WATCH = "/earshot.v1.Health/Watch"  # server-streaming
     GET_STATS = "/earshot.v1.Health/GetStats"
+    GET_CUE_SCHEDULE = "/earshot.v1.Cues/GetSchedule"
+    GET_CURRENT_CUES = "/earshot.v1.Cues/GetCurrent"
+    SET_CUES = "/earshot.v1.Cues/SetCues"
+    CLEAR_CUES = "/earshot.v1.Cues/ClearCues"
+    STREAM_CUES = "/earshot.v1.Cues/StreamCues"  # server-streaming
 
 
 class Topics:
@@ -45,10 +50,11 @@ class Topics:
     SESSION = "earshot.v1/session/"
     MATCH = "earshot.v1/match/"
     CATALOG = "earshot.v1/catalog/"
+    CUE = "earshot.v1/cue/"
     HEALTH = "earshot.v1/health/"
     HEARTBEAT = "earshot.v1/hb/"
 
-    ALL = (SESSION, MATCH, CATALOG, HEALTH, HEARTBEAT)
+    ALL = (SESSION, MATCH, CATALOG, CUE, HEALTH, HEARTBEAT)
 
 
 #: Largest message the daemon accepts by default (``rpc.max_message_bytes``): a bigger one

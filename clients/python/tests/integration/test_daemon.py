@@ -254,3 +254,52 @@ def test_dashboard_once(earshotd):
     line = result.stdout.strip()
     assert line.split()[0] in ("PRERECORDING", "MATCHING", "IDLE"), line
     assert "\n" not in line
+
+
+def test_cues_set_stream_and_clear(client, earshotd):
+    """The controller sets cues on the playing reference; StreamCues starts with the state, then
+    fires them in timeline order as the audio plays; the second-screen example shows them;
+    clear_cues goes back to the catalog's (none)."""
+    from pathlib import Path
+
+    schedule = client.cue_schedule(media_item_id=earshotd.item_id)
+    assert schedule.source == pb.CueSchedule.SOURCE_CATALOG and len(schedule.cues) == 0
+    length = schedule.reference_duration
+    cues = [pb.Cue(id=f"c{i}", cue_class="com.example.card", start=float(s)) for i, s in enumerate(range(1, int(length), 2))]
+    bad = cues + [pb.Cue(id="late", start=length + 10)]
+    with pytest.raises(RpcError) as refused:
+        client.set_cues(bad, media_item_id=earshotd.item_id)
+    assert refused.value.code == StatusCode.INVALID_ARGUMENT
+    set_ = client.set_cues(cues, media_item_id=earshotd.item_id)
+    assert set_.source == pb.CueSchedule.SOURCE_CONTROLLER and [c.id for c in set_.cues] == [c.id for c in cues]
+
+    started = []
+    with client.stream_cues(timeout=30) as stream:
+        first = next(stream)
+        assert first.kind == pb.CueEvent.KIND_STATE
+        deadline = time.monotonic() + 20
+        for event in stream:
+            if event.kind == pb.CueEvent.KIND_STARTED:
+                started.append((event.cue.start, time.monotonic(), event.lateness_seconds))
+            if len(started) >= 4 or time.monotonic() > deadline:
+                break
+    assert len(started) >= 4, started
+    # In timeline order, and as far apart in time as on the timeline (2 s).
+    assert [s for s, _, _ in started] == sorted(s for s, _, _ in started)
+    # Cues started on time (not joined late) are as far apart in time as on the timeline.
+    on_time = [(s, t) for s, t, late in started if late < 0.05]
+    for (a, ta), (b, tb) in zip(on_time, on_time[1:]):
+        if b - a == 2.0:
+            assert abs((tb - ta) - 2.0) < 0.3
+    assert client.current_cues().phase in (pb.CueState.PHASE_FOLLOWING, pb.CueState.PHASE_HELD)
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "second_screen.py"
+    shown = subprocess.run(
+        [sys.executable, str(example), "--server", earshotd.rpc, "--duration", "6"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "joined:" in shown.stdout and "show c" in shown.stdout, shown.stdout
+
+    cleared = client.clear_cues(media_item_id=earshotd.item_id)
+    assert cleared.source == pb.CueSchedule.SOURCE_CATALOG and len(cleared.cues) == 0
