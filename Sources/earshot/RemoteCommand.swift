@@ -118,6 +118,23 @@ struct RemoteOptions: ParsableArguments {
     }
 }
 
+/// Runs a following command's `body` until it ends, Ctrl-C, or `duration` seconds (both cancel
+/// it: the stream it iterates ends CANCELLED, which is how such commands stop). A `CLIFailure`
+/// it throws is the command's; other errors after a cancel are not.
+func runUntilInterrupted(duration: Double?, _ body: @escaping @Sendable () async throws -> Void) throws {
+    signal(SIGINT, SIG_IGN)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+    let task = Task.detached { try await body() }
+    interrupt.setEventHandler { task.cancel() }
+    interrupt.resume()
+    if let duration {
+        DispatchQueue.global().asyncAfter(deadline: .now() + duration) { task.cancel() }
+    }
+    try runBlocking { () throws in
+        do { try await task.value } catch let e as CLIFailure { throw e } catch {}
+    }
+}
+
 /// Runs async client code from a synchronous command and waits for it.
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let outcome = BlockingBox<Result<T, any Error>>()

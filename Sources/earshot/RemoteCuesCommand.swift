@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import EarshotAuthoring
 import EarshotCore
 import EarshotSync
@@ -145,15 +144,14 @@ struct RemoteCuesFollowCommand: ParsableCommand {
     func run() throws {
         let (remote, json, duration) = (self.remote, self.json, self.duration)
         let live = !json && Terminal.stdoutIsTerminal
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         let state = Locked<Earshot_V1_CueState?>(nil)
         let output = Locked(())
-        func statusLine() {
+        @Sendable func statusLine() {
             guard live, let s = state.withLock({ $0 }) else { return }
             output.withLock { _ in Terminal.outputRaw("\r\u{1B}[2K" + Terminal.oneLine(CueFormat.status(s))) }
         }
-        let task = Task.detached { () throws in
+        defer { if live { print() } }
+        try runUntilInterrupted(duration: duration) {
             let client = try remote.client()
             defer { client.close() }
             let limit = Duration.milliseconds(Int((duration ?? 86_400) * 1000) + 5000)
@@ -193,15 +191,6 @@ struct RemoteCuesFollowCommand: ParsableCommand {
             } catch {
                 throw CLIFailure("\(remote.server): \(error)", status: .remote)
             }
-        }
-        interrupt.setEventHandler { task.cancel() }
-        interrupt.resume()
-        if let duration {
-            DispatchQueue.global().asyncAfter(deadline: .now() + duration) { task.cancel() }
-        }
-        defer { if live { print() } }
-        try runBlocking { () throws in
-            do { try await task.value } catch let e as CLIFailure { throw e } catch {}
         }
     }
 }

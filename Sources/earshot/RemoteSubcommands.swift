@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import EarshotTransport
 import EarshotWire
 import Foundation
@@ -51,9 +50,7 @@ struct RemoteStreamCommand: ParsableCommand {
 
     func run() throws {
         let (remote, repeats, json, duration) = (self.remote, self.repeats, self.json, self.duration)
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        let task = Task.detached { () throws in
+        try runUntilInterrupted(duration: duration) {
             let client = try remote.client()
             defer { client.close() }
             var request = Earshot_V1_StreamMatchesRequest()
@@ -69,14 +66,6 @@ struct RemoteStreamCommand: ParsableCommand {
             } catch {
                 throw CLIFailure("\(remote.server): \(error)", status: .remote)
             }
-        }
-        interrupt.setEventHandler { task.cancel() }
-        interrupt.resume()
-        if let duration {
-            DispatchQueue.global().asyncAfter(deadline: .now() + duration) { task.cancel() }
-        }
-        try runBlocking { () throws in
-            do { try await task.value } catch let e as CLIFailure { throw e } catch {}
         }
     }
 }
