@@ -265,22 +265,26 @@ extension ManagedSession {
                     !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
                 })
             }
-            jumps.tailSeconds = max(JumpDetector().tailSeconds, machine.configuration.minimumWindow)
-            guard jumps.checksTail(of: signature.duration) else { return (result, .agrees) }
-            guard let (tail, _) = try? fingerprinter.window.signature(lastSeconds: jumps.tailSeconds) else {
-                unsupportedTails += 1  // the newest seconds are silent: they confirm nothing
-                return (result, unsupportedTails >= Self.staleAfterTails ? .stale : .agrees)
+            // The short tail first (a seek shows soonest there); a longer one only when the short
+            // one says nothing either way (sparse or noisy audio).
+            let minimum = machine.configuration.minimumWindow
+            let defaults = JumpDetector()
+            for length in [max(defaults.tailSeconds, minimum), max(defaults.longTailSeconds, minimum)] where length + 1 <= signature.duration {
+                jumps.tailSeconds = length
+                guard let (tail, _) = try? fingerprinter.window.signature(lastSeconds: length) else { continue }  // silent
+                let tailResult = matcher.match(tail)
+                // A few aligned anchors at the expected position are enough to hold it: a noisy tail
+                // may match a repeat of the music better than where it really is.
+                if tailResult.mediaItems.contains(where: isFollowed)
+                    || matcher.support(tail, following: item, expectedOffset: expected, minimumInliers: JumpDetector.supportInliers) != nil {
+                    unsupportedTails = 0
+                    return (result, .agrees)
+                }
+                if let revealed = jumps.judge(tail: tailResult, following: item, expectedOffset: expected, streamTime: now) {
+                    return (revealed, .jumped)
+                }
             }
-            let tailResult = matcher.match(tail)
-            // A few aligned anchors at the expected position are enough to hold it: a noisy tail may
-            // match a repeat of the music better than where it really is.
-            let supported = tailResult.mediaItems.contains(where: isFollowed)
-                || matcher.support(tail, following: item, expectedOffset: expected, minimumInliers: JumpDetector.supportInliers) != nil
-            if let revealed = jumps.judge(tail: tailResult, following: item, expectedOffset: expected, streamTime: now,
-                                          stillSupported: { supported }) {
-                return (revealed, .jumped)
-            }
-            unsupportedTails = supported ? 0 : unsupportedTails + 1
+            unsupportedTails += 1
             return (result, unsupportedTails >= Self.staleAfterTails ? .stale : .agrees)
         }
 

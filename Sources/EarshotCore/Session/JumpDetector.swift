@@ -10,6 +10,8 @@
 public struct JumpDetector: Sendable {
     /// Seconds of newest audio matched on its own.
     public var tailSeconds: Double
+    /// A longer tail, matched when the short one says nothing either way (sparse or noisy audio).
+    public var longTailSeconds: Double
     /// Confidence the tail's match needs to overrule the followed item.
     public var minimumConfidence: Double
     /// How far (seconds) the tail may sit from the followed item's predicted position and agree.
@@ -21,8 +23,10 @@ public struct JumpDetector: Sendable {
     /// Stream time where the audio after the last jump begins, until the window holds only such audio.
     public private(set) var since: Double?
 
-    public init(tailSeconds: Double = 2.0, minimumConfidence: Double = 0.6, positionTolerance: Double = 0.5) {
+    public init(tailSeconds: Double = 2.0, longTailSeconds: Double = 3.0, minimumConfidence: Double = 0.6,
+                positionTolerance: Double = 0.5) {
         self.tailSeconds = tailSeconds
+        self.longTailSeconds = longTailSeconds
         self.minimumConfidence = minimumConfidence
         self.positionTolerance = positionTolerance
     }

@@ -88,6 +88,7 @@ enum CueBenchmark {
         // session reads an unpaced file a second of audio per turn, so intervals under 1 s would
         // not show here as they do with a live source.
         let plans: [(String, Double, Double, Double, [Segment], [Float]?)] = [
+            ("1.00, no noise", 1.0, .infinity, 1, whole, nil),
             ("1.00, noise 15 dB", 1.0, 15, 1, whole, nil),
             ("1.04 (PAL speed-up), noise 15 dB", 1.04, 15, 1, fast, nil),
             ("1.00, noise 5 dB", 1.0, 5, 1, whole, nil),
@@ -109,7 +110,7 @@ enum CueBenchmark {
                 played.append(Segment(at: Double(audio.count) / 16_000, from: s.from, seconds: Double(piece.count) / 16_000))
                 audio += piece
             }
-            audio = Degradations.addWhiteNoise(audio, snr: noise, seed: 14)
+            if noise.isFinite { audio = Degradations.addWhiteNoise(audio, snr: noise, seed: 14) }
             let path = "\(work)/cue-programme-\(report.runs.count).wav"
             try WAV.write(audio, sampleRate: 16_000, to: path)
             let run = try measure(name: name, path: path, rate: rate, played: played, schedule: schedule, set: set,
