@@ -45,7 +45,7 @@ struct RemoteOptions: ParsableArguments {
     var timeout: Double = 15
 
     @Option(name: .customLong("server-key"), help: ArgumentHelp(
-        "The daemon's public key (its state folder's server.public), as text or a file; env EARSHOT_SERVER_KEY.",
+        "The daemon's public key (its state folder's server.public), as text or a file; env EARSHOT_SERVER_KEY. A key text that begins with \"-\" goes as --server-key=KEY.",
         valueName: "Z85|file"))
     var serverKey: String?
 

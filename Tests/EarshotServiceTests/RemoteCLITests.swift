@@ -24,7 +24,8 @@ struct RemoteCLITests {
     private func keys(_ daemon: DaemonHarness) throws -> [String] {
         let keyFile = daemon.directory.appendingPathComponent("operator.key").path
         try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.operator]), to: keyFile, comment: "test operator")
-        return ["--server-key", try #require(daemon.serverPublicKey), "--key", keyFile]
+        // `=`: a Z85 key may begin with "-", which would read as an option.
+        return ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
     }
 
     @Test func matchStateStreamAndWatch() throws {
@@ -122,7 +123,7 @@ struct RemoteCLITests {
         #expect(push.status == 0, "\(push.out) \(push.err)")
         #expect(push.out.contains("BOX") && push.out.components(separatedBy: "installed signed v1").count == 3, "\(push.out)")
 
-        let k = ["--server", one.rpcEndpoint, "--server-key", try #require(one.serverPublicKey), "--key", adminKey]
+        let k = ["--server", one.rpcEndpoint, "--server-key=" + (try #require(one.serverPublicKey)), "--key", adminKey]
         let list = try earshot(["remote", "catalog", "list"] + k)
         #expect(list.status == 0 && list.out.contains("signed") && list.out.contains("v1"), "\(list.out) \(list.err)")
         #expect(try earshot(["remote", "catalog", "disable", "signed"] + k).out.contains("disabled"))
