@@ -38,8 +38,10 @@ public final class ManagedSession: Sendable {
         /// Times the matcher ran. Requests that come before new audio share the last answer, so
         /// this grows more slowly than the number of requests.
         public var matchesComputed = 0
-        /// When the newest audio was read, and the stream time (`heard`, seconds) it brought:
+        /// When the newest audio was heard, and the stream time (`heard`, seconds) it brought:
         /// how stream times of results map onto the clock (a live source delivers in real time).
+        /// The instant is that of the least delayed reads, so a session thread that fell behind
+        /// does not shift the mapping.
         public var newestAudio: (instant: ContinuousClock.Instant, streamTime: Double)?
     }
 

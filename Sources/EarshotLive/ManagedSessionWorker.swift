@@ -44,6 +44,14 @@ extension ManagedSession {
         private let block: UnsafeMutableBufferPointer<Float>
         /// Wall-clock moment of the newest audio read, and the stream time it brought.
         private var lastRead: (instant: ContinuousClock.Instant, streamTime: Double)?
+        /// When stream time 0 was heard, as the reads least delayed tell it: a read can come late
+        /// (the thread was busy, the system loaded) but never early, so the earliest
+        /// `read instant − stream time` is the truth, allowed to creep forward slowly to follow a
+        /// sound card whose clock runs a little slow. Cue timing maps stream time to the clock
+        /// through it.
+        private var streamOrigin: (instant: ContinuousClock.Instant, updated: ContinuousClock.Instant)?
+        /// How fast the origin may creep forward: 500 ppm covers sound-card clocks.
+        static let originCreep = 0.0005
         /// Set when the thread starts.
         private var channel: Channel?
         /// The last turn stopped reading at its limit with audio left.
@@ -168,6 +176,7 @@ extension ManagedSession {
                     reportedProblem = nil
                     quietSince = .now
                     lastRead = nil
+                    streamOrigin = nil
                     s.start()
                 case .stopCapture:
                     source?.stop()
@@ -179,6 +188,7 @@ extension ManagedSession {
                     jumps.reset()
                     audioVersion += 1
                     lastRead = nil
+                    streamOrigin = nil
                     tracker.reset()
                 case .attemptMatch:
                     attempt()
@@ -367,8 +377,26 @@ extension ManagedSession {
             quietSince = .now
             reportedProblem = nil
             lastRead = (quietSince, fingerprinter.streamDuration)
+            noteStreamOrigin(read: quietSince, streamTime: fingerprinter.streamDuration)
             perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
             return got
+        }
+
+        private func noteStreamOrigin(read instant: ContinuousClock.Instant, streamTime: Double) {
+            let candidate = instant - Self.duration(streamTime)
+            if let (origin, updated) = streamOrigin {
+                let creep = Self.duration(Self.seconds(between: updated, and: instant) * Self.originCreep)
+                streamOrigin = (min(origin + creep, candidate), instant)
+            } else {
+                streamOrigin = (candidate, instant)
+            }
+        }
+
+        private static func duration(_ seconds: Double) -> Duration { .nanoseconds(Int64((seconds * 1e9).rounded())) }
+
+        private static func seconds(between a: ContinuousClock.Instant, and b: ContinuousClock.Instant) -> Double {
+            let d = b - a
+            return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
         }
 
         private static func seconds(since instant: ContinuousClock.Instant) -> Double {
@@ -399,7 +427,10 @@ extension ManagedSession {
             }
             let status = Status(state: machine.state, captureProblem: machine.captureProblem, window: window, heard: heard,
                                 currentMatch: current, sourceStatistics: source?.statistics ?? .init(),
-                                matchesComputed: matchesComputed, newestAudio: lastRead)
+                                matchesComputed: matchesComputed,
+                                newestAudio: lastRead.map { read in
+                                    (streamOrigin.map { $0.instant + Self.duration(read.streamTime) } ?? read.instant, read.streamTime)
+                                })
             channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
                 s.status = status

@@ -50,9 +50,11 @@ import Testing
         }
         defer { reader.cancel() }
         let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.cue], security: daemon.security(.viewer))
-        let published = Locked<[Earshot_V1_CueEvent]>([])
+        // With the publication time the daemon stamps on each event: the test process, busy with
+        // other tests, may read events late, but the stamps say when the daemon fired them.
+        let published = Locked<[(event: Earshot_V1_CueEvent, at: Int64)]>([])
         let listener = Task {
-            for await e in subscriber.events { if case .cue(let c) = e.body { published.withLock { $0.append(c) } } }
+            for await e in subscriber.events { if case .cue(let c) = e.body { published.withLock { $0.append((c, e.tsUnixMs)) } } }
         }
         defer { listener.cancel() }
 
@@ -77,22 +79,32 @@ import Testing
         #expect(started("range").count == 2)
         #expect(started("quiz").count == 1)
         #expect(got.contains { $0.0.kind == .seek })
-        // In sync: the programme runs at its own speed, so starts are as far apart as the cues
-        // (4 s between "early" and "range") and UPCOMING leads by 5 s.
-        let early = started("early"), range = started("range")
-        if early.count == 2, range.count == 2 {
-            for pass in 0..<2 {
-                let gap = Double((range[pass] - early[pass]) / .milliseconds(1)) / 1000
-                #expect(abs(gap - 4) < 0.25, "pass \(pass): \(gap) s between the starts of cues 4 s apart")
-            }
+        // In sync: the programme runs at its own speed, so cues the daemon started on time (not late
+        // after an unconfirmed stretch, which the event says) are as far apart as on the timeline
+        // (4 s between "early" and "range"), and UPCOMING leads by 5 s.
+        let fired = published.withLock { $0 }
+        func onTime(_ kind: Earshot_V1_CueEvent.Kind, _ id: String) -> [Int64?] {
+            fired.filter { $0.event.kind == kind && $0.event.cue.id == id }.map { $0.event.latenessSeconds < 0.05 ? $0.at : nil }
         }
-        if let up = got.first(where: { $0.0.kind == .upcoming && $0.0.cue.id == "quiz" }), let quiz = started("quiz").first {
-            #expect(abs(Double((quiz - up.1) / .milliseconds(1)) / 1000 - 5) < 0.25 || up.0.latenessSeconds > 0)
+        let early = onTime(.started, "early"), range = onTime(.started, "range")
+        var pairs = 0
+        for pass in 0..<min(early.count, range.count) {
+            guard let a = early[pass], let b = range[pass] else { continue }
+            pairs += 1
+            let log = daemon.log.split(separator: "\n").filter { $0.contains("cue") }.joined(separator: "\n")
+            #expect(abs(Double(b - a) / 1000 - 4) < 0.15, "pass \(pass): \(b - a) ms between the starts of cues 4 s apart\n\(log)")
+        }
+        #expect(pairs >= 1, "no pass started both cues on time: \(fired.map { ($0.event.kind, $0.event.cue.id, $0.event.latenessSeconds) })")
+        // (An UPCOMING crossed at its point, 5 s of programme before the start; not one announced
+        // at acquisition.)
+        if let up = fired.first(where: { $0.event.kind == .upcoming && $0.event.cue.id == "quiz" && abs($0.event.position - 20) < 0.01 })?.at,
+           let start = onTime(.started, "quiz").first, let start {
+            #expect(abs(Double(start - up) / 1000 - 5) < 0.15, "UPCOMING led STARTED by \(start - up) ms")
         }
         let endedRange = got.filter { $0.0.kind == .ended && $0.0.cue.id == "range" }.count
         #expect(endedRange >= 1)
         // The same events on the cue/ topic.
-        let topicStarts = published.withLock { $0.filter { $0.kind == .started }.map(\.cue.id) }
+        let topicStarts = fired.filter { $0.event.kind == .started }.map(\.event.cue.id)
         #expect(Array(topicStarts.prefix(3)) == ["early", "range", "quiz"])
 
         // A late joiner's snapshot knows the programme; ClearCues goes back to the catalog's (none).
