@@ -19,8 +19,14 @@ public struct FileIdentity: Equatable, Sendable {
 
     /// What `path` names now; nil when it names nothing (or cannot be examined).
     public init?(path: String) {
+        self.init(cPath: path)
+    }
+
+    /// The same for a path already in C form: a reader that checks its path several times a
+    /// second keeps it so, as passing a `String` to `stat` makes a C copy (an allocation) each time.
+    public init?(cPath: UnsafePointer<CChar>) {
         var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
+        guard stat(cPath, &status) == 0 else { return nil }
         device = UInt64(status.st_dev)
         inode = UInt64(status.st_ino)
         size = Int64(status.st_size)

@@ -22,6 +22,8 @@ final class MonoFileStream: @unchecked Sendable {
     /// The version of the file that was opened, taken just before opening it: any change from
     /// then on (even one during the open) shows in `fileChanged`.
     private let identity: FileIdentity?
+    /// `path` as a C string, made once: `fileChanged` runs several times a second on the audio path.
+    private let cPath: ContiguousArray<CChar>
 
     /// Frames decoded per chunk: large enough to make libsndfile's per-call cost vanish, small
     /// enough (a quarter of a second at 16 kHz) not to matter for memory.
@@ -32,6 +34,7 @@ final class MonoFileStream: @unchecked Sendable {
     /// already resamples from).
     init(path: String, requiredSampleRate: Double? = nil) throws(EarshotError) {
         self.path = path
+        cPath = ContiguousArray(path.utf8CString)
         identity = FileIdentity(path: path)
         reader = try AudioFileReader(path: path)
         sampleRate = reader.format.sampleRate
@@ -45,7 +48,7 @@ final class MonoFileStream: @unchecked Sendable {
     /// Whether the path no longer names the file this stream opened: it was deleted, replaced,
     /// truncated or rewritten since.
     var fileChanged: Bool {
-        FileIdentity(path: path) != identity
+        cPath.withUnsafeBufferPointer { FileIdentity(cPath: $0.baseAddress!) } != identity
     }
 
     /// Moves up to `buffer.count` samples into `buffer`; returns how many, 0 at the end of the
