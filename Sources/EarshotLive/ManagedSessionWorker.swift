@@ -238,7 +238,7 @@ extension ManagedSession {
                 let (signature, _) = try fingerprinter.window.signature(lastSeconds: window)
                 window = signature.duration
                 (result, lastAttemptTail) = following(matcher.match(signature), signature: signature, now: now)
-                if lastAttemptTail == .jumped { window = jumps.tailSeconds }
+                if lastAttemptTail == .jumped, let since = jumps.since { window = now - since }
             } catch .signatureInvalid {
                 result = .noMatch  // silence in the room: nothing to match yet
             } catch {
@@ -275,12 +275,7 @@ extension ManagedSession {
                     !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
                 })
             }
-            // The short tail first (a seek shows soonest there); a longer one only when the short
-            // one says nothing either way (sparse or noisy audio).
-            let minimum = machine.configuration.minimumWindow
-            let defaults = JumpDetector()
-            for length in [max(defaults.tailSeconds, minimum), max(defaults.longTailSeconds, minimum)] where length + 1 <= signature.duration {
-                jumps.tailSeconds = length
+            for length in jumps.tails(forWindow: signature.duration, minimumQuery: machine.configuration.minimumWindow) {
                 guard let (tail, _) = try? fingerprinter.window.signature(lastSeconds: length) else { continue }  // silent
                 let tailResult = matcher.match(tail)
                 // A few aligned anchors at the expected position are enough to hold it: a noisy tail
@@ -290,7 +285,8 @@ extension ManagedSession {
                     unsupportedTails = 0
                     return (result, .agrees)
                 }
-                if let revealed = jumps.judge(tail: tailResult, following: item, expectedOffset: expected, streamTime: now) {
+                if let revealed = jumps.judge(tail: tailResult, tailLength: length, following: item, expectedOffset: expected,
+                                              streamTime: now) {
                     return (revealed, .jumped)
                 }
             }
@@ -383,20 +379,12 @@ extension ManagedSession {
         }
 
         private func noteStreamOrigin(read instant: ContinuousClock.Instant, streamTime: Double) {
-            let candidate = instant - Self.duration(streamTime)
+            let candidate = instant - .seconds(streamTime)
             if let (origin, updated) = streamOrigin {
-                let creep = Self.duration(Self.seconds(between: updated, and: instant) * Self.originCreep)
-                streamOrigin = (min(origin + creep, candidate), instant)
+                streamOrigin = (min(origin + (instant - updated) * Self.originCreep, candidate), instant)
             } else {
                 streamOrigin = (candidate, instant)
             }
-        }
-
-        private static func duration(_ seconds: Double) -> Duration { .nanoseconds(Int64((seconds * 1e9).rounded())) }
-
-        private static func seconds(between a: ContinuousClock.Instant, and b: ContinuousClock.Instant) -> Double {
-            let d = b - a
-            return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
         }
 
         private static func seconds(since instant: ContinuousClock.Instant) -> Double {
@@ -429,7 +417,7 @@ extension ManagedSession {
                                 currentMatch: current, sourceStatistics: source?.statistics ?? .init(),
                                 matchesComputed: matchesComputed,
                                 newestAudio: lastRead.map { read in
-                                    (streamOrigin.map { $0.instant + Self.duration(read.streamTime) } ?? read.instant, read.streamTime)
+                                    (streamOrigin.map { $0.instant + .seconds(read.streamTime) } ?? read.instant, read.streamTime)
                                 })
             channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem

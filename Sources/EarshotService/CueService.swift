@@ -28,6 +28,8 @@ final class CueService: Sendable {
     private let origin = ContinuousClock.now
     private let state: Locked<State>
     private let nextWatcherID = Atomic<Int>(0)
+    /// The revision of the ONCE memory on disk.
+    private let onceWritten = Locked(0)
 
     private struct State: Sendable {
         var monitor: CueMonitor
@@ -35,6 +37,7 @@ final class CueService: Sendable {
         var following: Task<Void, Never>?
         var timer: Task<Void, Never>?
         var timerDeadline: Double?
+        /// The ONCE memory's revision last handed to `saveOnce`.
         var savedOnceRevision = 0
         var watchers: [Int: AsyncStream<Earshot_V1_CueEvent>.Continuation] = [:]
     }
@@ -49,11 +52,11 @@ final class CueService: Sendable {
         store = CueStore(stateDirectory: c.stateDirectory)
         var overrides: [CueStore.Override] = []
         do { overrides = try store.loadOverrides() } catch {
-            logger.error("cue overrides: \(error.message); set aside as \(store.setAside(store.overridesPath)), the catalogs' own cues serve")
+            logger.error("cue overrides: \(error.message); \(store.setAside(store.overridesPath)); the catalogs' own cues serve")
         }
         var once = CueOnceMemory()
         do { once = try store.loadOnce() } catch {
-            logger.error("ONCE cues: \(error.message); set aside as \(store.setAside(store.oncePath)), ONCE cues may fire again")
+            logger.error("ONCE cues: \(error.message); \(store.setAside(store.oncePath)); ONCE cues may fire again")
         }
         let gap = Double(c.cueSessionGapSeconds)
         once.expire(at: Date().timeIntervalSince1970, gap: gap)
@@ -99,6 +102,7 @@ final class CueService: Sendable {
             publish(out, in: &s, now: now)
             rearm(&s)
         }
+        saveOnce()
     }
 
     func stop() {
@@ -125,6 +129,7 @@ final class CueService: Sendable {
             publish(out, in: &s, now: now)
             rearm(&s)
         }
+        saveOnce()
     }
 
     private func tick() {
@@ -135,11 +140,11 @@ final class CueService: Sendable {
             publish(s.monitor.advance(to: now), in: &s, now: now)
             rearm(&s)
         }
+        saveOnce()
     }
 
     /// A timer for the monitor's next deadline (kept when it is already set for it).
     private func rearm(_ s: inout State) {
-        saveOnceIfChanged(&s)
         let deadline = s.monitor.nextDeadline
         guard deadline != s.timerDeadline || s.timer == nil else { return }
         s.timer?.cancel()
@@ -148,7 +153,7 @@ final class CueService: Sendable {
             s.timer = nil
             return
         }
-        let instant = origin + .nanoseconds(Int64(max(0, deadline) * 1e9))
+        let instant = origin + .seconds(max(0, deadline))
         s.timer = Task { [self] in
             try? await Task.sleep(until: instant, tolerance: .milliseconds(1), clock: .continuous)
             guard !Task.isCancelled else { return }
@@ -156,28 +161,33 @@ final class CueService: Sendable {
         }
     }
 
-    private func saveOnceIfChanged(_ s: inout State) {
-        guard s.monitor.onceRevision != s.savedOnceRevision else { return }
-        s.savedOnceRevision = s.monitor.onceRevision
-        do throws(SystemError) { try store.save(s.monitor.once) } catch { logger.error("cannot save ONCE cues: \(error.message)") }
+    /// Writes the ONCE memory when it changed, outside the state lock (an fsync on a slow card must
+    /// not hold up the next cue), one writer at a time and never an older memory over a newer one.
+    private func saveOnce() {
+        guard let (once, revision) = state.withLock({ s -> (CueOnceMemory, Int)? in
+            guard s.monitor.onceRevision != s.savedOnceRevision else { return nil }
+            s.savedOnceRevision = s.monitor.onceRevision
+            return (s.monitor.once, s.monitor.onceRevision)
+        }) else { return }
+        onceWritten.withLock { written in
+            guard revision > written else { return }
+            written = revision
+            do throws(SystemError) { try store.save(once) } catch { logger.error("cannot save ONCE cues: \(error.message)") }
+        }
     }
 
     // MARK: Clock
 
-    private func clockNow() -> Double { Self.seconds(ContinuousClock.now - origin) }
+    private func clockNow() -> Double { (ContinuousClock.now - origin) / .seconds(1) }
 
     /// The service clock at the moment audio of stream time `streamTime` was read.
     private func clockTime(ofStreamTime streamTime: Double) -> Double {
         guard let newest = session.status.newestAudio else { return clockNow() }
-        return Self.seconds(newest.instant - origin) + (streamTime - newest.streamTime)
+        return (newest.instant - origin) / .seconds(1) + (streamTime - newest.streamTime)
     }
 
     private func unixMilliseconds(atClock t: Double) -> Int64 {
         Int64(((Date().timeIntervalSince1970 + t - clockNow()) * 1000).rounded())
-    }
-
-    private static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
     }
 
     // MARK: Schedules
@@ -269,7 +279,7 @@ final class CueService: Sendable {
     /// leave in the monitor's order.
     private func publish(_ out: [CueEvent], in s: inout State, now: Double) {
         guard !out.isEmpty else { return }
-        let rate = s.monitor.snapshot(at: now).rate
+        let rate = s.monitor.rate
         for e in out {
             var w = Earshot_V1_CueEvent()
             w.kind = Earshot_V1_CueEvent.Kind(e.kind)
@@ -399,6 +409,7 @@ final class CueService: Sendable {
             }
             return .success(wireSchedule(p, overrides: overrides))
         }
+        saveOnce()
         refresh()
         return try result.get()
     }

@@ -45,16 +45,18 @@ struct CueStore: Sendable {
         try Self.write(once, to: oncePath)
     }
 
-    /// Moves a file that could not be read out of the way (kept for whoever wants to look).
+    /// Moves a file that could not be read out of the way (kept for whoever wants to look);
+    /// says where it went, or that it could not be moved.
     func setAside(_ path: String) -> String {
         let aside = path + ".damaged"
-        _ = rename(path, aside)
-        return aside
+        return rename(path, aside) == 0 ? "set aside as \(aside)" : "could not be set aside (\(describeErrno(errno)))"
     }
 
     private static func readIfPresent(_ path: String) throws(SystemError) -> [UInt8]? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        return try AtomicFile.read(path)
+        do { return try AtomicFile.read(path) } catch {
+            if error.code == ENOENT { return nil }  // never written: nothing kept yet
+            throw error
+        }
     }
 
     private static func write<T: Encodable>(_ value: T, to path: String) throws(SystemError) {

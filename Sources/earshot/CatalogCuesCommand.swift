@@ -107,21 +107,13 @@ struct CatalogCuesImportCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Usage errors (the format, --origin with CSV) before the catalog is read.
         let format = try CueFileFormat.of(file, given: format)
         if origin != nil, format == .csv { throw CLIFailure("--origin applies to playlists; a CSV gives times in seconds", status: .usage) }
         var edited = try CatalogFile.readForEditing(catalog)
         let index = try CueReference.index(of: reference, in: edited.references.map(\.mediaItems), catalogPath: catalog)
-        let bytes = try InputFile.read(file)
         let duration = edited.references[index].signature.duration
-        let imported: [Cue]
-        do {
-            switch format {
-            case .m3u8: imported = try CuePlaylist.parse(bytes: bytes, referenceDuration: duration, origin: origin.flatMap(ISODate.parse))
-            case .csv: imported = try CueCSV.parse(bytes: bytes, referenceDuration: duration)
-            }
-        } catch {
-            throw CLIFailure.badInput(file, error)
-        }
+        let imported = try CueFileFormat.readCues(file, given: format, origin: origin, referenceDuration: duration)
         var cues = imported
         var updated = 0
         if mode == .merge {
@@ -302,6 +294,23 @@ enum CueFileFormat: String, ExpressibleByArgument, CaseIterable {
         case "m3u8", "m3u": return .m3u8
         case "csv": return .csv
         default: throw CLIFailure.usage(path, "cannot tell the format from the name; give --format m3u8 or --format csv")
+        }
+    }
+
+    /// The cues of `path` (a regular file only, as every input), checked against a reference of
+    /// `referenceDuration` seconds; `origin` places a playlist without EXT-X-PROGRAM-DATE-TIME.
+    /// The one reader of cue files, for `catalog cues import` and `remote cues set`.
+    static func readCues(_ path: String, given: CueFileFormat?, origin: String?, referenceDuration: Double) throws(CLIFailure) -> [Cue] {
+        let format = try of(path, given: given)
+        if origin != nil, format == .csv { throw CLIFailure("--origin applies to playlists; a CSV gives times in seconds", status: .usage) }
+        let bytes = try InputFile.read(path)
+        do {
+            switch format {
+            case .m3u8: return try CuePlaylist.parse(bytes: bytes, referenceDuration: referenceDuration, origin: origin.flatMap(ISODate.parse))
+            case .csv: return try CueCSV.parse(bytes: bytes, referenceDuration: referenceDuration)
+            }
+        } catch {
+            throw CLIFailure.badInput(path, error)
         }
     }
 }

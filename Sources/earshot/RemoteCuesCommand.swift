@@ -238,30 +238,22 @@ struct RemoteCuesSetCommand: ParsableCommand {
 
     @OptionGroup var remote: RemoteOptions
     @OptionGroup var target: CueReferenceOptions
-    @Option(help: ArgumentHelp("Playlist only: the date at which the reference starts (ISO 8601), when the playlist has no EXT-X-PROGRAM-DATE-TIME.",
+    @Option(help: ArgumentHelp("Playlists: the date at which the reference starts (ISO 8601), when the playlist has no EXT-X-PROGRAM-DATE-TIME.",
                                valueName: "date")) var origin: String?
+    @Option(help: ArgumentHelp("The file's format, when its name does not tell (.m3u8, .m3u, .csv).", valueName: "m3u8|csv"))
+    var format: CueFileFormat?
     @Argument(help: ArgumentHelp("The cues: a .m3u8 playlist or a .csv file.", valueName: "file")) var file: String
 
+    func validate() throws {
+        if let origin, ISODate.parse(origin) == nil {
+            throw ValidationError("--origin \(origin) is not an ISO 8601 date-time with a zone (2024-05-01T20:00:00Z)")
+        }
+    }
+
     func run() throws {
+        _ = try CueFileFormat.of(file, given: format)  // a usage error before the daemon is asked
         let current = try remote.call(Methods.Cues.getSchedule, target.request)
-        let bytes: [UInt8]
-        do { bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file))) } catch {
-            throw CLIFailure("\(file): cannot read: \(error.localizedDescription)", status: .badInput)
-        }
-        let isCSV = file.lowercased().hasSuffix(".csv")
-        var originDate: Date?
-        if let origin {
-            guard !isCSV else { throw CLIFailure("--origin applies to playlists, not CSV", status: .usage) }
-            guard let d = ISODate.parse(origin) else { throw CLIFailure("--origin \(origin) is not an ISO 8601 date", status: .usage) }
-            originDate = d
-        }
-        let cues: [Cue]
-        do throws(EarshotError) {
-            cues = isCSV ? try CueCSV.parse(bytes: bytes, referenceDuration: current.referenceDuration)
-                : try CuePlaylist.parse(bytes: bytes, referenceDuration: current.referenceDuration, origin: originDate)
-        } catch {
-            throw CLIFailure("\(file): \(error.message)", status: .badInput)
-        }
+        let cues = try CueFileFormat.readCues(file, given: format, origin: origin, referenceDuration: current.referenceDuration)
         var request = Earshot_V1_SetCuesRequest()
         request.reference = target.request
         request.cues = cues.map { Earshot_V1_Cue($0) }

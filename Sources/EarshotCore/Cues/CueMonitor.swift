@@ -206,13 +206,15 @@ public struct CueMonitor: Sendable {
         var best = lastConfirmed + configuration.lostHorizon
         let holdUntil = lastConfirmed + configuration.holdAfter
         for i in schedule.cues.indices {
-            for position in pendingPoints(i, rate: track.rate) where position > processed {
-                let t = track.time(at: position)
-                if t <= holdUntil { best = min(best, t) }
-            }
+            guard let position = nextPoint(i, rate: track.rate) else { continue }
+            let t = track.time(at: position)
+            if t <= holdUntil { best = min(best, t) }
         }
         return best
     }
+
+    /// Reference seconds per second of the programme followed (1 when none).
+    public var rate: Double { track?.rate ?? 1 }
 
     public func snapshot(at now: Double) -> Snapshot {
         guard let programme else {
@@ -488,16 +490,18 @@ public struct CueMonitor: Sendable {
         return clamped > cue.start ? clamped : nil
     }
 
-    /// The positions where cue `i` still has something to report.
-    private func pendingPoints(_ i: Int, rate: Double) -> [Double] {
+    /// The next position past `processed` where cue `i` has something to report (UPCOMING,
+    /// STARTED or ENDED), or nil.
+    private func nextPoint(_ i: Int, rate: Double) -> Double? {
         let s = status[i]
-        if schedule.cues[i].isPre { return [] }
+        if schedule.cues[i].isPre { return nil }
         if !s.started {
             let start = startPosition(i)
-            return s.upcoming ? [start] : [start - configuration.lead * rate, start]
+            let upcoming = start - configuration.lead * rate
+            return !s.upcoming && upcoming > processed ? upcoming : (start > processed ? start : nil)
         }
-        if !s.ended, let end = endPosition(i) { return [end] }
-        return []
+        if !s.ended, let end = endPosition(i), end > processed { return end }
+        return nil
     }
 
     private func blockedByOnce(_ cue: Cue, _ programme: CueProgramme) -> Bool {

@@ -45,15 +45,24 @@ public struct JumpDetector: Sendable {
     /// Whether a window of `window` seconds is long enough for its tail to be worth matching apart.
     public func checksTail(of window: Double) -> Bool { window >= tailSeconds + 1 }
 
-    /// Judges the tail's match against the item followed (predicted at `expectedOffset` now);
-    /// returns the tail's result when it reveals a jump, and from then on matches only what follows.
-    /// `stillSupported` (asked only when the tail's best answer is elsewhere) says whether the tail
-    /// also supports the followed position: then it is a repeat of the same music, not a jump.
-    public mutating func judge(tail: MatchResult, following item: MatchedMediaItem, expectedOffset: Double,
-                               streamTime: Double, stillSupported: () -> Bool = { false }) -> MatchResult? {
+    /// The tails to match, in order, for a window of `window` seconds when the catalogs take
+    /// queries of `minimumQuery` seconds at least: the short one (a seek shows soonest there),
+    /// then the long one, for when the short one says nothing either way (sparse or noisy audio).
+    /// Each must leave a second of the window before it.
+    public func tails(forWindow window: Double, minimumQuery: Double) -> [Double] {
+        let short = max(tailSeconds, minimumQuery), long = max(longTailSeconds, minimumQuery)
+        return (long > short ? [short, long] : [short]).filter { $0 + 1 <= window }
+    }
+
+    /// Judges the match of the last `tailLength` seconds (default `tailSeconds`) against the
+    /// item followed (predicted at `expectedOffset` now); returns the tail's result when it
+    /// reveals a jump, and from then on matches only what follows. The caller has made sure the
+    /// tail does not hold the followed position as well (a repeat of the same music).
+    public mutating func judge(tail: MatchResult, tailLength: Double? = nil, following item: MatchedMediaItem,
+                               expectedOffset: Double, streamTime: Double) -> MatchResult? {
         guard case .match(let items) = tail, let top = items.first, top.confidence >= minimumConfidence else { return nil }
-        if Self.agrees(top, with: item, at: expectedOffset, tolerance: positionTolerance) || stillSupported() { return nil }
-        since = streamTime - tailSeconds
+        if Self.agrees(top, with: item, at: expectedOffset, tolerance: positionTolerance) { return nil }
+        since = streamTime - (tailLength ?? tailSeconds)
         return tail
     }
 

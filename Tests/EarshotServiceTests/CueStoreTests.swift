@@ -1,0 +1,41 @@
+import EarshotCore
+import Foundation
+import Testing
+
+@testable import EarshotService
+
+/// The cue service's files: what survives a restart, and what a damaged file does.
+struct CueStoreTests {
+    private func folder() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cue-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func overridesAndOnceMemoryRoundTripAndStartEmpty() throws {
+        let dir = try folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = CueStore(stateDirectory: dir)
+        #expect(try store.loadOverrides().isEmpty)  // never written
+        #expect(try store.loadOnce() == CueOnceMemory())
+        let override = CueStore.Override(catalog: "show", version: 3, reference: 1,
+                                         cues: [Cue(id: "q", cueClass: "quiz", start: 4, flags: [.once])])
+        try store.save([override])
+        #expect(try store.loadOverrides() == [override])
+    }
+
+    @Test func aDamagedFileIsAClearErrorAndIsSetAsideNotDeleted() throws {
+        let dir = try folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = CueStore(stateDirectory: dir)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.overridesPath))
+        #expect(throws: (any Error).self) { try store.loadOverrides() }
+        do { _ = try store.loadOverrides() } catch { #expect(error.message.contains("not a list of cue overrides")) }
+        #expect(store.setAside(store.overridesPath) == "set aside as \(store.overridesPath).damaged")
+        #expect(FileManager.default.fileExists(atPath: store.overridesPath + ".damaged"))
+        #expect(try store.loadOverrides().isEmpty)
+        // A FIFO in its place is refused at once, not waited on.
+        #expect(mkfifo(store.oncePath, 0o600) == 0)
+        #expect(throws: (any Error).self) { try store.loadOnce() }
+    }
+}
