@@ -30,6 +30,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // `Locked<Value>`: Synchronization.Mutex with its ordering told to ThreadSanitizer (which
         // cannot see a contended Mutex hand-over on Linux). Every target that locks uses it.
@@ -43,6 +44,9 @@ let package = Package(
         // signatures), Z85 key text and author key files.
         .target(name: "EarshotCrypto", dependencies: ["CSodium", "EarshotSystem"]),
 
+        // Thin typed wrapper over SQLite: connections, cached statements, online backup.
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
 
@@ -54,8 +58,9 @@ let package = Package(
         // how its rows are assigned to references. The CLI's; never on the matching path.
         .target(name: "EarshotAuthoring", dependencies: ["EarshotCore"]),
 
-        // What Earshot keeps on disk: catalog files mapped and verified for the core to read in place.
-        .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotCrypto", "EarshotSystem"]),
+        // What Earshot keeps on disk: catalog files mapped and verified for the core to read in
+        // place, and the clients' libraries in SQLite.
+        .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotCrypto", "EarshotSystem", "SQLite"]),
 
         // Audio in: ALSA capture, file decoding (libsndfile), sample-rate conversion (soxr),
         // signature generation.
@@ -116,7 +121,7 @@ let package = Package(
         ),
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
-        .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport", "SQLite"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),

@@ -12,6 +12,7 @@ packages=(
   sox libsox-fmt-all  # test fixtures in other formats, tempo changes in the benchmark
   lame              # MP3 round trips in the benchmark
   libzmq3-dev libsodium-dev  # ZeroMQ RPC and events (CURVE needs libsodium)
+  libsqlite3-dev    # the clients' libraries (SQLite, WAL)
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv
 )

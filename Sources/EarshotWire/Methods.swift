@@ -61,6 +61,21 @@ public enum Methods {
             "/earshot.v1.Cues/StreamCues", serverStreaming: true)
     }
 
+    public enum Library {
+        public static let add = RpcMethod<Earshot_V1_AddLibraryItemsRequest, Earshot_V1_LibraryWriteResponse>("/earshot.v1.Library/Add")
+        public static let items = RpcMethod<Earshot_V1_LibraryItemsRequest, Earshot_V1_LibraryItemsResponse>("/earshot.v1.Library/Items")
+        public static let remove = RpcMethod<Earshot_V1_RemoveLibraryItemsRequest, Earshot_V1_LibraryWriteResponse>(
+            "/earshot.v1.Library/Remove")
+        public static let watchLibrary = RpcMethod<Earshot_V1_WatchLibraryRequest, Earshot_V1_LibraryChange>(
+            "/earshot.v1.Library/WatchLibrary", serverStreaming: true)
+        public static let listOwners = RpcMethod<Earshot_V1_ListLibraryOwnersRequest, Earshot_V1_ListLibraryOwnersResponse>(
+            "/earshot.v1.Library/ListOwners")
+        public static let deleteOwner = RpcMethod<Earshot_V1_DeleteLibraryOwnerRequest, Earshot_V1_LibraryWriteResponse>(
+            "/earshot.v1.Library/DeleteOwner")
+        public static let backup = RpcMethod<Earshot_V1_LibraryBackupRequest, Earshot_V1_LibraryBackupChunk>(
+            "/earshot.v1.Library/Backup", serverStreaming: true)
+    }
+
     public enum Health {
         public static let check = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>("/earshot.v1.Health/Check")
         public static let watch = RpcMethod<Earshot_V1_HealthCheckRequest, Earshot_V1_HealthCheckResponse>(
@@ -76,7 +91,9 @@ public enum Methods {
         (Catalogs.disable.path, false), (Catalogs.remove.path, false), (Catalogs.beginUpload.path, false),
         (Catalogs.uploadChunk.path, false), (Catalogs.getUpload.path, false), (Catalogs.commitUpload.path, false),
         (Catalogs.abortUpload.path, false), (Cues.getSchedule.path, false), (Cues.getCurrent.path, false),
-        (Cues.setCues.path, false), (Cues.clearCues.path, false), (Cues.streamCues.path, true), (Health.check.path, false),
+        (Cues.setCues.path, false), (Cues.clearCues.path, false), (Cues.streamCues.path, true), (Library.add.path, false),
+        (Library.items.path, false), (Library.remove.path, false), (Library.watchLibrary.path, true), (Library.listOwners.path, false),
+        (Library.deleteOwner.path, false), (Library.backup.path, true), (Health.check.path, false),
         (Health.watch.path, true), (Health.getStats.path, false),
     ]
 }
@@ -89,12 +106,14 @@ public enum Topics {
     public static let catalog = "earshot.v1/catalog/"
     public static let health = "earshot.v1/health/"
     public static let cue = "earshot.v1/cue/"
+    /// Library change notices: hashed owner, version, count; never item contents.
+    public static let library = "earshot.v1/library/"
     public static let heartbeat = "earshot.v1/hb/"
     /// Synthetic events of the benchmark (`events.load_test_rate`).
     public static let loadTest = "earshot.v1/loadtest/"
 
     /// Every topic the daemon publishes: subscriptions that cannot match one are not applied.
-    public static let all = [session, match, catalog, cue, health, heartbeat, loadTest]
+    public static let all = [session, match, catalog, cue, library, health, heartbeat, loadTest]
 }
 
 /// The first frame of every RPC message, both ways: the protocol and its major version.

@@ -10,7 +10,7 @@
 
 /// Events on the PUB socket: frame 1 is the topic, frame 2 an EventEnvelope.
 /// Topics: earshot.v1/session/, earshot.v1/match/, earshot.v1/catalog/, earshot.v1/health/,
-/// earshot.v1/cue/, earshot.v1/hb/ (a heartbeat every second with every topic's head).
+/// earshot.v1/cue/, earshot.v1/library/, earshot.v1/hb/ (a heartbeat every second with every topic's head).
 
 import SwiftProtobuf
 
@@ -102,6 +102,14 @@ public nonisolated struct Earshot_V1_EventEnvelope: @unchecked Sendable {
     set {_uniqueStorage()._body = .heartbeat(newValue)}
   }
 
+  public var library: Earshot_V1_LibraryNotice {
+    get {
+      if case .library(let v)? = _storage._body {return v}
+      return Earshot_V1_LibraryNotice()
+    }
+    set {_uniqueStorage()._body = .library(newValue)}
+  }
+
   public var cue: Earshot_V1_CueEvent {
     get {
       if case .cue(let v)? = _storage._body {return v}
@@ -118,6 +126,7 @@ public nonisolated struct Earshot_V1_EventEnvelope: @unchecked Sendable {
     case catalog(Earshot_V1_CatalogEvent)
     case health(Earshot_V1_HealthEvent)
     case heartbeat(Earshot_V1_Heartbeat)
+    case library(Earshot_V1_LibraryNotice)
     case cue(Earshot_V1_CueEvent)
 
   }
@@ -276,7 +285,7 @@ fileprivate nonisolated let _protobuf_package = "earshot.v1"
 
 nonisolated extension Earshot_V1_EventEnvelope: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EventEnvelope"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}topic\0\u{1}epoch\0\u{1}seq\0\u{3}global_seq\0\u{3}ts_unix_ms\0\u{2}\u{5}session\0\u{1}match\0\u{1}catalog\0\u{1}health\0\u{1}heartbeat\0\u{2}\u{2}cue\0\u{c}\u{f}\u{1}")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}topic\0\u{1}epoch\0\u{1}seq\0\u{3}global_seq\0\u{3}ts_unix_ms\0\u{2}\u{5}session\0\u{1}match\0\u{1}catalog\0\u{1}health\0\u{1}heartbeat\0\u{1}library\0\u{1}cue\0")
 
   fileprivate class _StorageClass {
     var _topic: String = String()
@@ -389,6 +398,19 @@ nonisolated extension Earshot_V1_EventEnvelope: SwiftProtobuf.Message, SwiftProt
             _storage._body = .heartbeat(v)
           }
         }()
+        case 15: try {
+          var v: Earshot_V1_LibraryNotice?
+          var hadOneofValue = false
+          if let current = _storage._body {
+            hadOneofValue = true
+            if case .library(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._body = .library(v)
+          }
+        }()
         case 16: try {
           var v: Earshot_V1_CueEvent?
           var hadOneofValue = false
@@ -449,6 +471,10 @@ nonisolated extension Earshot_V1_EventEnvelope: SwiftProtobuf.Message, SwiftProt
       case .heartbeat?: try {
         guard case .heartbeat(let v)? = _storage._body else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .library?: try {
+        guard case .library(let v)? = _storage._body else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
       }()
       case .cue?: try {
         guard case .cue(let v)? = _storage._body else { preconditionFailure() }

@@ -54,6 +54,9 @@ public nonisolated struct Earshot_V1_MatchRequest: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// Also add the top item of a match to the caller's library (MatchResult.library says how it went).
+  public var addToLibrary: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -66,6 +69,9 @@ public nonisolated struct Earshot_V1_StreamMatchesRequest: Sendable {
 
   /// Also send results marked repeat (by default only changes are sent).
   public var includeRepeats: Bool = false
+
+  /// Add each new match (not repeats) to the caller's library.
+  public var addToLibrary: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -161,18 +167,29 @@ nonisolated extension Earshot_V1_PrepareResponse: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Earshot_V1_MatchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MatchRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}add_to_library\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    // Load everything into unknown fields
-    while try decoder.nextFieldNumber() != nil {}
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.addToLibrary) }()
+      default: break
+      }
+    }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.addToLibrary != false {
+      try visitor.visitSingularBoolField(value: self.addToLibrary, fieldNumber: 1)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_MatchRequest, rhs: Earshot_V1_MatchRequest) -> Bool {
+    if lhs.addToLibrary != rhs.addToLibrary {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -180,7 +197,7 @@ nonisolated extension Earshot_V1_MatchRequest: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Earshot_V1_StreamMatchesRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamMatchesRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}include_repeats\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}include_repeats\0\u{3}add_to_library\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -189,6 +206,7 @@ nonisolated extension Earshot_V1_StreamMatchesRequest: SwiftProtobuf.Message, Sw
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.includeRepeats) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.addToLibrary) }()
       default: break
       }
     }
@@ -198,11 +216,15 @@ nonisolated extension Earshot_V1_StreamMatchesRequest: SwiftProtobuf.Message, Sw
     if self.includeRepeats != false {
       try visitor.visitSingularBoolField(value: self.includeRepeats, fieldNumber: 1)
     }
+    if self.addToLibrary != false {
+      try visitor.visitSingularBoolField(value: self.addToLibrary, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_StreamMatchesRequest, rhs: Earshot_V1_StreamMatchesRequest) -> Bool {
     if lhs.includeRepeats != rhs.includeRepeats {return false}
+    if lhs.addToLibrary != rhs.addToLibrary {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

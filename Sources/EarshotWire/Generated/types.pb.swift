@@ -334,11 +334,22 @@ public nonisolated struct Earshot_V1_MatchResult: Sendable {
   /// Wall-clock time the result was made, Unix milliseconds.
   public var madeAtUnixMs: Int64 = 0
 
+  /// Only in the reply to a call that asked to add the match to the caller's library.
+  public var library: Earshot_V1_LibraryAddStatus {
+    get {_library ?? Earshot_V1_LibraryAddStatus()}
+    set {_library = newValue}
+  }
+  /// Returns true if `library` has been explicitly set.
+  public var hasLibrary: Bool {self._library != nil}
+  /// Clears the value of `library`. Subsequent reads from it will return its default value.
+  public mutating func clearLibrary() {self._library = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _error: Earshot_V1_RecognitionError? = nil
+  fileprivate var _library: Earshot_V1_LibraryAddStatus? = nil
 }
 
 public nonisolated struct Earshot_V1_CaptureStatistics: Sendable {
@@ -408,6 +419,27 @@ public nonisolated struct Earshot_V1_CatalogSummary: Sendable {
 
   /// Whether matches should search it (the state kept across restarts).
   public var enabled: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The outcome of adding a match to the caller's library in the same call (Match and
+/// StreamMatches with add_to_library): the match is answered even when the add fails.
+public nonisolated struct Earshot_V1_LibraryAddStatus: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// gRPC status code of the add (0: OK) and why it failed.
+  public var code: Int32 = 0
+
+  public var message: String = String()
+
+  public var version: UInt64 = 0
+
+  public var itemIds: [String] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -732,7 +764,7 @@ nonisolated extension Earshot_V1_RecognitionError: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Earshot_V1_MatchResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".MatchResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{1}items\0\u{1}error\0\u{1}repeat\0\u{3}stream_time\0\u{3}made_at_unix_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{1}items\0\u{1}error\0\u{1}repeat\0\u{3}stream_time\0\u{3}made_at_unix_ms\0\u{1}library\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -746,6 +778,7 @@ nonisolated extension Earshot_V1_MatchResult: SwiftProtobuf.Message, SwiftProtob
       case 4: try { try decoder.decodeSingularBoolField(value: &self.`repeat`) }()
       case 5: try { try decoder.decodeSingularDoubleField(value: &self.streamTime) }()
       case 6: try { try decoder.decodeSingularInt64Field(value: &self.madeAtUnixMs) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._library) }()
       default: break
       }
     }
@@ -774,6 +807,9 @@ nonisolated extension Earshot_V1_MatchResult: SwiftProtobuf.Message, SwiftProtob
     if self.madeAtUnixMs != 0 {
       try visitor.visitSingularInt64Field(value: self.madeAtUnixMs, fieldNumber: 6)
     }
+    try { if let v = self._library {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -784,6 +820,7 @@ nonisolated extension Earshot_V1_MatchResult: SwiftProtobuf.Message, SwiftProtob
     if lhs.`repeat` != rhs.`repeat` {return false}
     if lhs.streamTime != rhs.streamTime {return false}
     if lhs.madeAtUnixMs != rhs.madeAtUnixMs {return false}
+    if lhs._library != rhs._library {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -939,6 +976,51 @@ nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftPro
     if lhs.signerKey != rhs.signerKey {return false}
     if lhs.signerName != rhs.signerName {return false}
     if lhs.enabled != rhs.enabled {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Earshot_V1_LibraryAddStatus: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LibraryAddStatus"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}version\0\u{3}item_ids\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt32Field(value: &self.code) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.version) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.itemIds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.code != 0 {
+      try visitor.visitSingularInt32Field(value: self.code, fieldNumber: 1)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    }
+    if self.version != 0 {
+      try visitor.visitSingularUInt64Field(value: self.version, fieldNumber: 3)
+    }
+    if !self.itemIds.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.itemIds, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Earshot_V1_LibraryAddStatus, rhs: Earshot_V1_LibraryAddStatus) -> Bool {
+    if lhs.code != rhs.code {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.version != rhs.version {return false}
+    if lhs.itemIds != rhs.itemIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -16,12 +16,13 @@ from earshot.v1 import (  # noqa: F401  (re-exported as modules too)
     envelope_pb2,
     events_pb2,
     health_pb2,
+    library_pb2,
     recognizer_pb2,
     session_pb2,
     types_pb2,
 )
 
-_MODULES = (types_pb2, envelope_pb2, recognizer_pb2, session_pb2, catalogs_pb2, cues_pb2, health_pb2, events_pb2)
+_MODULES = (types_pb2, envelope_pb2, recognizer_pb2, session_pb2, catalogs_pb2, cues_pb2, library_pb2, health_pb2, events_pb2)
 
 __all__ = []
 for _module in _MODULES:

@@ -42,6 +42,13 @@ class Methods:
     SET_CUES = "/earshot.v1.Cues/SetCues"
     CLEAR_CUES = "/earshot.v1.Cues/ClearCues"
     STREAM_CUES = "/earshot.v1.Cues/StreamCues"  # server-streaming
+    LIBRARY_ADD = "/earshot.v1.Library/Add"
+    LIBRARY_ITEMS = "/earshot.v1.Library/Items"
+    LIBRARY_REMOVE = "/earshot.v1.Library/Remove"
+    WATCH_LIBRARY = "/earshot.v1.Library/WatchLibrary"  # server-streaming
+    LIBRARY_LIST_OWNERS = "/earshot.v1.Library/ListOwners"
+    LIBRARY_DELETE_OWNER = "/earshot.v1.Library/DeleteOwner"
+    LIBRARY_BACKUP = "/earshot.v1.Library/Backup"  # server-streaming
 
 
 class Topics:
@@ -51,10 +58,11 @@ class Topics:
     MATCH = "earshot.v1/match/"
     CATALOG = "earshot.v1/catalog/"
     CUE = "earshot.v1/cue/"
+    LIBRARY = "earshot.v1/library/"
     HEALTH = "earshot.v1/health/"
     HEARTBEAT = "earshot.v1/hb/"
 
-    ALL = (SESSION, MATCH, CATALOG, CUE, HEALTH, HEARTBEAT)
+    ALL = (SESSION, MATCH, CATALOG, CUE, LIBRARY, HEALTH, HEARTBEAT)
 
 
 #: Largest message the daemon accepts by default (``rpc.max_message_bytes``): a bigger one

@@ -15,10 +15,11 @@ from earshot.v1 import health_pb2 as earshot_dot_v1_dot_health__pb2
 from earshot.v1 import session_pb2 as earshot_dot_v1_dot_session__pb2
 from earshot.v1 import catalogs_pb2 as earshot_dot_v1_dot_catalogs__pb2
 from earshot.v1 import cues_pb2 as earshot_dot_v1_dot_cues__pb2
+from earshot.v1 import library_pb2 as earshot_dot_v1_dot_library__pb2
 from earshot.v1 import types_pb2 as earshot_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65\x61rshot/v1/events.proto\x12\nearshot.v1\x1a\x17\x65\x61rshot/v1/health.proto\x1a\x18\x65\x61rshot/v1/session.proto\x1a\x19\x65\x61rshot/v1/catalogs.proto\x1a\x15\x65\x61rshot/v1/cues.proto\x1a\x16\x65\x61rshot/v1/types.proto\"\xf3\x02\n\rEventEnvelope\x12\r\n\x05topic\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x12\n\nglobal_seq\x18\x04 \x01(\x04\x12\x12\n\nts_unix_ms\x18\x05 \x01(\x03\x12.\n\x07session\x18\n \x01(\x0b\x32\x1b.earshot.v1.SessionSnapshotH\x00\x12(\n\x05match\x18\x0b \x01(\x0b\x32\x17.earshot.v1.MatchResultH\x00\x12+\n\x07\x63\x61talog\x18\x0c \x01(\x0b\x32\x18.earshot.v1.CatalogEventH\x00\x12)\n\x06health\x18\r \x01(\x0b\x32\x17.earshot.v1.HealthEventH\x00\x12*\n\theartbeat\x18\x0e \x01(\x0b\x32\x15.earshot.v1.HeartbeatH\x00\x12#\n\x03\x63ue\x18\x10 \x01(\x0b\x32\x14.earshot.v1.CueEventH\x00\x42\x06\n\x04\x62odyJ\x04\x08\x0f\x10\x10\"\xd5\x02\n\x0c\x43\x61talogEvent\x12+\n\x04kind\x18\x01 \x01(\x0e\x32\x1d.earshot.v1.CatalogEvent.Kind\x12+\n\x07\x63\x61talog\x18\x02 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12\x0f\n\x07message\x18\x03 \x01(\t\x12(\n\x06upload\x18\x04 \x01(\x0b\x32\x18.earshot.v1.UploadStatus\"\xaf\x01\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n\x0bKIND_LOADED\x10\x01\x12\x10\n\x0cKIND_REMOVED\x10\x02\x12\x0f\n\x0bKIND_FAILED\x10\x03\x12\x11\n\rKIND_UPLOADED\x10\x04\x12\x12\n\x0eKIND_INSTALLED\x10\x05\x12\x11\n\rKIND_REPLACED\x10\x06\x12\x10\n\x0cKIND_ENABLED\x10\x07\x12\x11\n\rKIND_DISABLED\x10\x08\"I\n\x0bHealthEvent\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.earshot.v1.ServingStatus\x12\x0f\n\x07message\x18\x02 \x01(\t\"~\n\tHeartbeat\x12/\n\x05heads\x18\x01 \x03(\x0b\x32 .earshot.v1.Heartbeat.HeadsEntry\x12\x12\n\nglobal_seq\x18\x02 \x01(\x04\x1a,\n\nHeadsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65\x61rshot/v1/events.proto\x12\nearshot.v1\x1a\x17\x65\x61rshot/v1/health.proto\x1a\x18\x65\x61rshot/v1/session.proto\x1a\x19\x65\x61rshot/v1/catalogs.proto\x1a\x15\x65\x61rshot/v1/cues.proto\x1a\x18\x65\x61rshot/v1/library.proto\x1a\x16\x65\x61rshot/v1/types.proto\"\x9b\x03\n\rEventEnvelope\x12\r\n\x05topic\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x12\n\nglobal_seq\x18\x04 \x01(\x04\x12\x12\n\nts_unix_ms\x18\x05 \x01(\x03\x12.\n\x07session\x18\n \x01(\x0b\x32\x1b.earshot.v1.SessionSnapshotH\x00\x12(\n\x05match\x18\x0b \x01(\x0b\x32\x17.earshot.v1.MatchResultH\x00\x12+\n\x07\x63\x61talog\x18\x0c \x01(\x0b\x32\x18.earshot.v1.CatalogEventH\x00\x12)\n\x06health\x18\r \x01(\x0b\x32\x17.earshot.v1.HealthEventH\x00\x12*\n\theartbeat\x18\x0e \x01(\x0b\x32\x15.earshot.v1.HeartbeatH\x00\x12,\n\x07library\x18\x0f \x01(\x0b\x32\x19.earshot.v1.LibraryNoticeH\x00\x12#\n\x03\x63ue\x18\x10 \x01(\x0b\x32\x14.earshot.v1.CueEventH\x00\x42\x06\n\x04\x62ody\"\xd5\x02\n\x0c\x43\x61talogEvent\x12+\n\x04kind\x18\x01 \x01(\x0e\x32\x1d.earshot.v1.CatalogEvent.Kind\x12+\n\x07\x63\x61talog\x18\x02 \x01(\x0b\x32\x1a.earshot.v1.CatalogSummary\x12\x0f\n\x07message\x18\x03 \x01(\t\x12(\n\x06upload\x18\x04 \x01(\x0b\x32\x18.earshot.v1.UploadStatus\"\xaf\x01\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n\x0bKIND_LOADED\x10\x01\x12\x10\n\x0cKIND_REMOVED\x10\x02\x12\x0f\n\x0bKIND_FAILED\x10\x03\x12\x11\n\rKIND_UPLOADED\x10\x04\x12\x12\n\x0eKIND_INSTALLED\x10\x05\x12\x11\n\rKIND_REPLACED\x10\x06\x12\x10\n\x0cKIND_ENABLED\x10\x07\x12\x11\n\rKIND_DISABLED\x10\x08\"I\n\x0bHealthEvent\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.earshot.v1.ServingStatus\x12\x0f\n\x07message\x18\x02 \x01(\t\"~\n\tHeartbeat\x12/\n\x05heads\x18\x01 \x03(\x0b\x32 .earshot.v1.Heartbeat.HeadsEntry\x12\x12\n\nglobal_seq\x18\x02 \x01(\x04\x1a,\n\nHeadsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'earshot.v1.events_pb2', globals())
@@ -27,16 +28,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _HEARTBEAT_HEADSENTRY._options = None
   _HEARTBEAT_HEADSENTRY._serialized_options = b'8\001'
-  _EVENTENVELOPE._serialized_start=165
-  _EVENTENVELOPE._serialized_end=536
-  _CATALOGEVENT._serialized_start=539
-  _CATALOGEVENT._serialized_end=880
-  _CATALOGEVENT_KIND._serialized_start=705
-  _CATALOGEVENT_KIND._serialized_end=880
-  _HEALTHEVENT._serialized_start=882
-  _HEALTHEVENT._serialized_end=955
-  _HEARTBEAT._serialized_start=957
-  _HEARTBEAT._serialized_end=1083
-  _HEARTBEAT_HEADSENTRY._serialized_start=1039
-  _HEARTBEAT_HEADSENTRY._serialized_end=1083
+  _EVENTENVELOPE._serialized_start=191
+  _EVENTENVELOPE._serialized_end=602
+  _CATALOGEVENT._serialized_start=605
+  _CATALOGEVENT._serialized_end=946
+  _CATALOGEVENT_KIND._serialized_start=771
+  _CATALOGEVENT_KIND._serialized_end=946
+  _HEALTHEVENT._serialized_start=948
+  _HEALTHEVENT._serialized_end=1021
+  _HEARTBEAT._serialized_start=1023
+  _HEARTBEAT._serialized_end=1149
+  _HEARTBEAT_HEADSENTRY._serialized_start=1105
+  _HEARTBEAT_HEADSENTRY._serialized_end=1149
 # @@protoc_insertion_point(module_scope)

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from earshot.v1 import types_pb2 as earshot_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x65\x61rshot/v1/recognizer.proto\x12\nearshot.v1\x1a\x16\x65\x61rshot/v1/types.proto\"\x10\n\x0ePrepareRequest\":\n\x0fPrepareResponse\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState\"\x0e\n\x0cMatchRequest\"/\n\x14StreamMatchesRequest\x12\x17\n\x0finclude_repeats\x18\x01 \x01(\x08\"*\n\x15MatchSignatureRequest\x12\x11\n\tsignature\x18\x01 \x01(\x0c\"\x0f\n\rCancelRequest\"9\n\x0e\x43\x61ncelResponse\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState2\xe9\x02\n\nRecognizer\x12\x42\n\x07Prepare\x12\x1a.earshot.v1.PrepareRequest\x1a\x1b.earshot.v1.PrepareResponse\x12:\n\x05Match\x12\x18.earshot.v1.MatchRequest\x1a\x17.earshot.v1.MatchResult\x12L\n\rStreamMatches\x12 .earshot.v1.StreamMatchesRequest\x1a\x17.earshot.v1.MatchResult0\x01\x12L\n\x0eMatchSignature\x12!.earshot.v1.MatchSignatureRequest\x1a\x17.earshot.v1.MatchResult\x12?\n\x06\x43\x61ncel\x12\x19.earshot.v1.CancelRequest\x1a\x1a.earshot.v1.CancelResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x65\x61rshot/v1/recognizer.proto\x12\nearshot.v1\x1a\x16\x65\x61rshot/v1/types.proto\"\x10\n\x0ePrepareRequest\":\n\x0fPrepareResponse\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState\"&\n\x0cMatchRequest\x12\x16\n\x0e\x61\x64\x64_to_library\x18\x01 \x01(\x08\"G\n\x14StreamMatchesRequest\x12\x17\n\x0finclude_repeats\x18\x01 \x01(\x08\x12\x16\n\x0e\x61\x64\x64_to_library\x18\x02 \x01(\x08\"*\n\x15MatchSignatureRequest\x12\x11\n\tsignature\x18\x01 \x01(\x0c\"\x0f\n\rCancelRequest\"9\n\x0e\x43\x61ncelResponse\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.earshot.v1.SessionState2\xe9\x02\n\nRecognizer\x12\x42\n\x07Prepare\x12\x1a.earshot.v1.PrepareRequest\x1a\x1b.earshot.v1.PrepareResponse\x12:\n\x05Match\x12\x18.earshot.v1.MatchRequest\x1a\x17.earshot.v1.MatchResult\x12L\n\rStreamMatches\x12 .earshot.v1.StreamMatchesRequest\x1a\x17.earshot.v1.MatchResult0\x01\x12L\n\x0eMatchSignature\x12!.earshot.v1.MatchSignatureRequest\x1a\x17.earshot.v1.MatchResult\x12?\n\x06\x43\x61ncel\x12\x19.earshot.v1.CancelRequest\x1a\x1a.earshot.v1.CancelResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'earshot.v1.recognizer_pb2', globals())
@@ -26,15 +26,15 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _PREPARERESPONSE._serialized_start=85
   _PREPARERESPONSE._serialized_end=143
   _MATCHREQUEST._serialized_start=145
-  _MATCHREQUEST._serialized_end=159
-  _STREAMMATCHESREQUEST._serialized_start=161
-  _STREAMMATCHESREQUEST._serialized_end=208
-  _MATCHSIGNATUREREQUEST._serialized_start=210
-  _MATCHSIGNATUREREQUEST._serialized_end=252
-  _CANCELREQUEST._serialized_start=254
-  _CANCELREQUEST._serialized_end=269
-  _CANCELRESPONSE._serialized_start=271
-  _CANCELRESPONSE._serialized_end=328
-  _RECOGNIZER._serialized_start=331
-  _RECOGNIZER._serialized_end=692
+  _MATCHREQUEST._serialized_end=183
+  _STREAMMATCHESREQUEST._serialized_start=185
+  _STREAMMATCHESREQUEST._serialized_end=256
+  _MATCHSIGNATUREREQUEST._serialized_start=258
+  _MATCHSIGNATUREREQUEST._serialized_end=300
+  _CANCELREQUEST._serialized_start=302
+  _CANCELREQUEST._serialized_end=317
+  _CANCELRESPONSE._serialized_start=319
+  _CANCELRESPONSE._serialized_end=376
+  _RECOGNIZER._serialized_start=379
+  _RECOGNIZER._serialized_end=740
 # @@protoc_insertion_point(module_scope)

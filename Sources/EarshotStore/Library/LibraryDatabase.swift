@@ -1,0 +1,399 @@
+import EarshotCrypto
+import EarshotSystem
+import SQLite
+
+/// The per-owner libraries of matched items, in one SQLite file (`<state>/library.db`).
+///
+/// WAL mode with `synchronous = FULL`: a write returns only after its transaction is on disk,
+/// so an acknowledged change survives a crash or a power cut, and an unacknowledged one is
+/// either whole or absent. Every write is one `BEGIN IMMEDIATE` transaction, and one owner
+/// thread serialises the writes, so no write ever meets SQLITE_BUSY from another writer.
+///
+/// Not thread-safe: one thread (or serial queue) at a time per instance. Readers may open a
+/// second instance on the same file (`readOnly`) and read while the writer writes.
+public final class LibraryDatabase: @unchecked Sendable {
+    public let path: String
+    public var limits: LibraryLimits
+    private let db: SQLiteConnection
+    private let salt: [UInt8]
+
+    /// Opens (creating when missing, unless `readOnly`) and checks the database: `quick_check`
+    /// must pass, then missing migrations run. A damaged or foreign file fails with `.dataLoss`
+    /// and is left where it is: `setAside(_:)` moves it.
+    public init(path: String, limits: LibraryLimits = LibraryLimits(), maximumDatabaseBytes: Int? = nil,
+                readOnly: Bool = false) throws(LibraryError) {
+        self.path = path
+        self.limits = limits
+        do {
+            db = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .create)
+        } catch {
+            throw Self.failure(error, doing: "cannot open the library database \(path)")
+        }
+        db.setBusyTimeout(milliseconds: 5000)
+        do {
+            let findings = try db.quickCheck()
+            if !findings.isEmpty {
+                throw LibraryError(.dataLoss, "the library database \(path) is damaged (quick_check: \(findings.prefix(3).joined(separator: "; ")))")
+            }
+            let version = try db.userVersion()
+            if version > LibrarySchema.currentVersion {
+                throw LibraryError(.unavailable, "the library database \(path) has schema version \(version), newer than this earshotd knows (\(LibrarySchema.currentVersion)): it was written by a newer release")
+            }
+            if !readOnly {
+                // WAL lets readers (Items, backups) go on while a write commits; FULL makes each
+                // commit durable before the call returns.
+                if case .text(let mode)? = try db.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() != "wal" {
+                    throw LibraryError(.unavailable, "the library database \(path) cannot use WAL mode (journal mode \(mode))")
+                }
+                try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+                if let maximumDatabaseBytes {
+                    let pageSize: Int64 = if case .integer(let p)? = try db.scalar("PRAGMA page_size") { p } else { 4096 }
+                    try db.execute("PRAGMA max_page_count = \(max(1, Int64(maximumDatabaseBytes) / pageSize))")
+                }
+                for step in Int(version)..<LibrarySchema.migrations.count {
+                    try db.execute("BEGIN IMMEDIATE")
+                    do {
+                        try db.execute(LibrarySchema.migrations[step])
+                        try db.setUserVersion(Int64(step + 1))
+                        try db.execute("COMMIT")
+                    } catch {
+                        try? db.execute("ROLLBACK")
+                        throw error
+                    }
+                }
+            } else if version < LibrarySchema.currentVersion {
+                throw LibraryError(.unavailable, "the library database \(path) has schema version \(version); open it read-write once to migrate it")
+            }
+            guard case .blob(let s)? = try db.scalar("SELECT value FROM meta WHERE key = 'owner_salt'"), !s.isEmpty else {
+                throw LibraryError(.dataLoss, "the library database \(path) has no owner salt: it is damaged")
+            }
+            salt = s
+        } catch let error as LibraryError {
+            throw error
+        } catch let error as SQLiteError {
+            throw Self.failure(error, doing: "the library database \(path)")
+        } catch {
+            throw LibraryError(.internal, "\(error)")
+        }
+    }
+
+    /// The database's schema version (for tests and diagnostics).
+    public func schemaVersion() throws(LibraryError) -> Int64 {
+        try sql { () throws(SQLiteError) in try db.userVersion() }
+    }
+
+    /// The name others see for `owner` on the PUB socket: a salted hash (the salt is this
+    /// database's own and never leaves it), so notices do not tell who owns what.
+    public func ownerHash(_ owner: String) -> String {
+        var h = SHA256()
+        h.update(salt)
+        h.update(Array(owner.utf8))
+        return SHA256.hex(Array(h.finish().prefix(12)))
+    }
+
+    // MARK: Writes
+
+    /// Adds `entries` to `owner`'s library, all or nothing.
+    public func add(_ entries: [LibraryEntry], owner: String, nowMs: Int64) throws(LibraryError) -> LibraryCommit {
+        guard !entries.isEmpty else { throw LibraryError(.invalidArgument, "no items to add") }
+        guard entries.count <= limits.maximumBatch else {
+            throw LibraryError(.invalidArgument, "\(entries.count) items in one call; at most \(limits.maximumBatch)")
+        }
+        for (i, e) in entries.enumerated() where e.body.count > limits.maximumItemBytes {
+            throw LibraryError(.invalidArgument, "item \(i + 1) is \(e.body.count) bytes; at most \(limits.maximumItemBytes)")
+        }
+        return try write { () throws(LibraryError) in
+            var owner = try self.owner(owner, creating: true)
+            let newBytes = entries.reduce(0) { $0 + $1.body.count }
+            if owner.itemCount + entries.count > limits.maximumItems {
+                throw LibraryError(.resourceExhausted, "\(owner.name)'s library holds \(owner.itemCount) items; adding \(entries.count) would pass its limit of \(limits.maximumItems) (library.max_items_per_owner): remove some first")
+            }
+            if owner.bytes + newBytes > limits.maximumBytes {
+                throw LibraryError(.resourceExhausted, "\(owner.name)'s library holds \(owner.bytes) bytes; adding \(newBytes) would pass its limit of \(limits.maximumBytes) (library.max_bytes_per_owner): remove some first")
+            }
+            var items: [LibraryItem] = []
+            for e in entries {
+                let id = Self.newID()
+                try sql { () throws(SQLiteError) in
+                    try db.run("""
+                        INSERT INTO items (id, owner, added_ms, matched_ms, catalog, catalog_version, custom_properties, body)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(id), .text(owner.name), .integer(nowMs), .integer(e.matchedAtMs), .text(e.catalog),
+                              .integer(Int64(bitPattern: e.catalogVersion)), .text(e.customProperties), .blob(e.body)])
+                }
+                items.append(LibraryItem(id: id, addedAtMs: nowMs, entry: e, sequence: db.lastInsertedRowID))
+            }
+            owner.itemCount += entries.count
+            owner.bytes += newBytes
+            let change = try record(.added, ids: items.map(\.id), owner: &owner, nowMs: nowMs)
+            return LibraryCommit(change: change, owner: owner, items: items)
+        }
+    }
+
+    /// Removes `ids` from `owner`'s library, all or nothing: an id that is not one of the
+    /// owner's items (whoever's it is) fails the call with `.notFound`.
+    public func remove(_ ids: [String], owner: String, nowMs: Int64) throws(LibraryError) -> LibraryCommit {
+        var unique: [String] = []
+        var seen = Set<String>()
+        for id in ids where seen.insert(id).inserted { unique.append(id) }
+        guard !unique.isEmpty else { throw LibraryError(.invalidArgument, "no item ids to remove") }
+        guard unique.count <= limits.maximumBatch else {
+            throw LibraryError(.invalidArgument, "\(unique.count) ids in one call; at most \(limits.maximumBatch)")
+        }
+        return try write { () throws(LibraryError) in
+            var owner = try self.owner(owner, creating: false)
+            var freed = 0
+            for id in unique {
+                let size: Int64? = try sql { () throws(SQLiteError) in
+                    if case .integer(let n)? = try db.scalar("SELECT length(body) FROM items WHERE id = ? AND owner = ?", [.text(id), .text(owner.name)]) {
+                        return n
+                    }
+                    return nil
+                }
+                guard let size else { throw LibraryError(.notFound, "no item \(id) in your library") }
+                try sql { () throws(SQLiteError) in try db.run("DELETE FROM items WHERE id = ?", [.text(id)]) }
+                freed += Int(size)
+            }
+            owner.itemCount -= unique.count
+            owner.bytes -= freed
+            let change = try record(.removed, ids: unique, owner: &owner, nowMs: nowMs)
+            return LibraryCommit(change: change, owner: owner, items: [])
+        }
+    }
+
+    /// Deletes every item of `owner` (an admin resetting a client). The owner's version goes
+    /// on, so its watchers see one `.cleared` change.
+    public func deleteOwner(_ name: String, nowMs: Int64) throws(LibraryError) -> LibraryCommit {
+        try write { () throws(LibraryError) in
+            guard var owner = try find(name) else { throw LibraryError(.notFound, "no library for \(name)") }
+            try sql { () throws(SQLiteError) in try db.run("DELETE FROM items WHERE owner = ?", [.text(name)]) }
+            owner.itemCount = 0
+            owner.bytes = 0
+            let change = try record(.cleared, ids: [], owner: &owner, nowMs: nowMs)
+            return LibraryCommit(change: change, owner: owner, items: [])
+        }
+    }
+
+    // MARK: Reads
+
+    /// One page of `owner`'s items, newest match first.
+    public func items(owner name: String, _ query: LibraryQuery) throws(LibraryError) -> LibraryPage {
+        guard (1...1000).contains(query.limit) else { throw LibraryError(.invalidArgument, "page size \(query.limit); 1 to 1000") }
+        var conditions = ["owner = ?"]
+        var values: [SQLiteValue] = [.text(name)]
+        if let c = query.catalog { conditions.append("catalog = ?"); values.append(.text(c)) }
+        if let from = query.matchedFromMs { conditions.append("matched_ms >= ?"); values.append(.integer(from)) }
+        if let before = query.matchedBeforeMs { conditions.append("matched_ms < ?"); values.append(.integer(before)) }
+        if let p = query.property {
+            guard !p.key.isEmpty, !p.key.contains("\""), !p.key.contains("\\") else {
+                throw LibraryError(.invalidArgument, "custom property key \"\(p.key)\": must be non-empty, without quotes or backslashes")
+            }
+            guard try sql({ () throws(SQLiteError) in try db.scalar("SELECT json_valid(?)", [.text(p.value)]) }) == .integer(1) else {
+                throw LibraryError(.invalidArgument, "custom property value \(p.value) is not JSON (a string needs quotes: '\"jazz\"')")
+            }
+            // Compared as JSON: "3" and 3 differ, and objects compare by their minified text.
+            conditions.append("json_quote(json_extract(custom_properties, ?)) = json_quote(json_extract(?, '$'))")
+            values += [.text("$.\"\(p.key)\""), .text(p.value)]
+        }
+        if let after = query.after {
+            conditions.append("(matched_ms < ? OR (matched_ms = ? AND sequence < ?))")
+            values += [.integer(after.matchedAtMs), .integer(after.matchedAtMs), .integer(after.sequence)]
+        }
+        values.append(.integer(Int64(query.limit + 1)))
+        let sqlText = """
+            SELECT sequence, id, added_ms, matched_ms, catalog, catalog_version, custom_properties, body FROM items
+            WHERE \(conditions.joined(separator: " AND ")) ORDER BY matched_ms DESC, sequence DESC LIMIT ?
+            """
+        var items: [LibraryItem] = try sql { () throws(SQLiteError) in
+            let s = try db.statement(sqlText, values)
+            defer { s.release() }
+            var rows: [LibraryItem] = []
+            while try s.step() { rows.append(Self.item(s)) }
+            return rows
+        }
+        var next: LibraryCursor?
+        if items.count > query.limit {
+            items.removeLast()
+            next = items.last.map(LibraryCursor.init)
+        }
+        return LibraryPage(items: items, next: next, owner: try find(name) ?? .empty(name))
+    }
+
+    /// `owner`'s items among `ids`, in the order of `ids` (missing ones left out).
+    public func items(owner name: String, ids: [String]) throws(LibraryError) -> [LibraryItem] {
+        try sql { () throws(SQLiteError) in
+            var found: [LibraryItem] = []
+            for id in ids {
+                let s = try db.statement("""
+                    SELECT sequence, id, added_ms, matched_ms, catalog, catalog_version, custom_properties, body FROM items
+                    WHERE id = ? AND owner = ?
+                    """, [.text(id), .text(name)])
+                if try s.step() { found.append(Self.item(s)) }
+                s.release()
+            }
+            return found
+        }
+    }
+
+    /// The changes of `owner` after `version`, oldest first, at most `limit`; nil when the log
+    /// no longer reaches back that far (or `version` is ahead of the owner's), so the watcher
+    /// must re-read its items.
+    public func changes(owner name: String, after version: UInt64, limit: Int = 1000) throws(LibraryError) -> [LibraryChange]? {
+        let owner = try find(name) ?? .empty(name)
+        if version == owner.version { return [] }
+        if version > owner.version { return nil }
+        let changes: [LibraryChange] = try sql { () throws(SQLiteError) in
+            let s = try db.statement("""
+                SELECT version, kind, item_ids, at_ms FROM changes WHERE owner = ? AND version > ? ORDER BY version LIMIT ?
+                """, [.text(name), .integer(Int64(version)), .integer(Int64(limit))])
+            defer { s.release() }
+            var out: [LibraryChange] = []
+            while try s.step() {
+                out.append(LibraryChange(version: UInt64(s.int64(0)), kind: LibraryChange.Kind(rawValue: s.int64(1)) ?? .added,
+                                         itemIDs: Self.decodeIDs(s.text(2)), atMs: s.int64(3)))
+            }
+            return out
+        }
+        guard changes.first?.version == version + 1 else { return nil }
+        return changes
+    }
+
+    /// Every owner with a library (including ones whose key is no longer allowed), by name.
+    public func owners() throws(LibraryError) -> [LibraryOwner] {
+        try sql { () throws(SQLiteError) in
+            let s = try db.statement("SELECT name, version, item_count, bytes, changed_ms FROM owners ORDER BY name")
+            defer { s.release() }
+            var out: [LibraryOwner] = []
+            while try s.step() { out.append(Self.owner(s)) }
+            return out
+        }
+    }
+
+    /// `name`'s library state (empty when it never added anything).
+    public func owner(named name: String) throws(LibraryError) -> LibraryOwner {
+        try find(name) ?? .empty(name)
+    }
+
+    // MARK: Backup and damage
+
+    /// Writes a consistent copy of the database to `destination` with SQLite's online backup
+    /// (into a temporary file next to it, then renamed): safe while others write.
+    public func backup(to destination: String) throws(LibraryError) {
+        let temporary = destination + ".partial"
+        _ = try? Directory.remove(temporary)
+        do {
+            do {
+                let copy = try SQLiteConnection(path: temporary, mode: .create)
+                try db.backup(into: copy)
+                // The copy is written in rollback-journal mode and synced by its commit.
+                try copy.execute("PRAGMA journal_mode = DELETE")
+            }
+            try Directory.rename(temporary, to: destination)
+        } catch let error as SQLiteError {
+            _ = try? Directory.remove(temporary)
+            throw Self.failure(error, doing: "backup to \(destination)")
+        } catch let error as SystemError {
+            _ = try? Directory.remove(temporary)
+            throw LibraryError(.unavailable, error.message)
+        } catch {
+            throw LibraryError(.internal, "\(error)")
+        }
+    }
+
+    /// Moves a damaged database file and its WAL and shared-memory files aside as
+    /// `<path>.damaged-<stamp>` (never deleting anything); returns the new path.
+    public static func setAside(_ path: String, stamp: String) throws(SystemError) -> String {
+        let aside = "\(path).damaged-\(stamp)"
+        for suffix in ["-wal", "-shm"] where FileIdentity(path: path + suffix) != nil {
+            try Directory.rename(path + suffix, to: aside + suffix)
+        }
+        try Directory.rename(path, to: aside)
+        return aside
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed (and synced) when it returns,
+    /// rolled back when it throws.
+    private func write<T>(_ body: () throws(LibraryError) -> T) throws(LibraryError) -> T {
+        try sql { () throws(SQLiteError) in try db.execute("BEGIN IMMEDIATE") }
+        do {
+            let result = try body()
+            try sql { () throws(SQLiteError) in try db.execute("COMMIT") }
+            return result
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Bumps the owner's version and logs the change, trimming the log to its length.
+    private func record(_ kind: LibraryChange.Kind, ids: [String], owner: inout LibraryOwner, nowMs: Int64) throws(LibraryError) -> LibraryChange {
+        owner.version += 1
+        owner.changedAtMs = nowMs
+        let change = LibraryChange(version: owner.version, kind: kind, itemIDs: ids, atMs: nowMs)
+        let o = owner
+        try sql { () throws(SQLiteError) in
+            try db.run("UPDATE owners SET version = ?, item_count = ?, bytes = ?, changed_ms = ? WHERE name = ?",
+                       [.integer(Int64(o.version)), .integer(Int64(o.itemCount)), .integer(Int64(o.bytes)), .integer(nowMs), .text(o.name)])
+            try db.run("INSERT INTO changes (owner, version, kind, item_ids, at_ms) VALUES (?, ?, ?, ?, ?)",
+                       [.text(o.name), .integer(Int64(o.version)), .integer(kind.rawValue), .text(Self.encodeIDs(ids)), .integer(nowMs)])
+            let oldest = Int64(o.version) - Int64(limits.changeLogLength)
+            if oldest > 0 { try db.run("DELETE FROM changes WHERE owner = ? AND version <= ?", [.text(o.name), .integer(oldest)]) }
+        }
+        return change
+    }
+
+    private func owner(_ name: String, creating: Bool) throws(LibraryError) -> LibraryOwner {
+        if let found = try find(name) { return found }
+        guard creating else { return .empty(name) }
+        try sql { () throws(SQLiteError) in
+            try db.run("INSERT INTO owners (name, version, item_count, bytes, changed_ms) VALUES (?, 0, 0, 0, 0)", [.text(name)])
+        }
+        return .empty(name)
+    }
+
+    private func find(_ name: String) throws(LibraryError) -> LibraryOwner? {
+        try sql { () throws(SQLiteError) in
+            let s = try db.statement("SELECT name, version, item_count, bytes, changed_ms FROM owners WHERE name = ?", [.text(name)])
+            defer { s.release() }
+            return try s.step() ? Self.owner(s) : nil
+        }
+    }
+
+    private static func owner(_ s: SQLiteStatement) -> LibraryOwner {
+        LibraryOwner(name: s.text(0), version: UInt64(s.int64(1)), itemCount: Int(s.int64(2)), bytes: Int(s.int64(3)), changedAtMs: s.int64(4))
+    }
+
+    private static func item(_ s: SQLiteStatement) -> LibraryItem {
+        LibraryItem(id: s.text(1), addedAtMs: s.int64(2),
+                    entry: LibraryEntry(matchedAtMs: s.int64(3), catalog: s.text(4), catalogVersion: UInt64(bitPattern: s.int64(5)),
+                                        customProperties: s.text(6), body: s.blob(7)),
+                    sequence: s.int64(0))
+    }
+
+    /// Runs SQLite calls, turning their errors into library errors.
+    private func sql<T>(_ body: () throws(SQLiteError) -> T) throws(LibraryError) -> T {
+        do { return try body() } catch { throw Self.failure(error, doing: "library database") }
+    }
+
+    /// A library error for an SQLite failure, by what it means for the caller.
+    static func failure(_ error: SQLiteError, doing what: String) -> LibraryError {
+        if error.isCorrupt { return LibraryError(.dataLoss, "\(what): the file is damaged or not a library database (\(error.message))") }
+        if error.isFull { return LibraryError(.resourceExhausted, "\(what): no space left (\(error.message)): free disk space or raise library.max_database_mb") }
+        if error.isReadOnly { return LibraryError(.unavailable, "\(what): cannot write (\(error.message)): check the state folder's permissions and mount") }
+        if error.cannotOpen || error.isIOError || error.isBusy { return LibraryError(.unavailable, "\(what): \(error.message)") }
+        return LibraryError(.internal, "\(what): \(error.message)")
+    }
+
+    /// 128 random bits as 32 hex digits.
+    private static func newID() -> String {
+        var g = SystemRandomNumberGenerator()
+        let bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &g) }
+        return SHA256.hex(bytes)
+    }
+
+    /// Item ids are hex, so a comma list is unambiguous.
+    private static func encodeIDs(_ ids: [String]) -> String { ids.joined(separator: ",") }
+    private static func decodeIDs(_ text: String) -> [String] { text.isEmpty ? [] : text.split(separator: ",").map(String.init) }
+}
