@@ -159,11 +159,27 @@ public final class Daemon: Sendable {
                                           limiter: limiter, allowList: daemonSecurity?.security.allowList)
         health = HealthService(events: events) { statistics.snapshot() }
         let feed = MatchFeed(events: events, counters: counters, logger: logger)
-        let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed)
+        var library: LibraryService?
+        if c.libraryEnabled {
+            var limits = LibraryLimits()
+            limits.maximumItems = c.libraryMaximumItemsPerOwner
+            limits.maximumBytes = c.libraryMaximumBytesPerOwner
+            limits.changeLogLength = c.libraryChangeLogLength
+            let store = LibraryStore(path: c.libraryDatabasePath, limits: limits,
+                                     maximumDatabaseBytes: c.libraryMaximumDatabaseMegabytes > 0 ? c.libraryMaximumDatabaseMegabytes << 20 : nil,
+                                     logger: logger)
+            health.setLibraryProblem(store.problem?.message)
+            let allowList = daemonSecurity?.security.allowList
+            library = LibraryService(store: store, events: events, configuration: c, logger: logger) {
+                allowList.map { Set($0.entries.map(\.name)) }
+            }
+        }
+        let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed, library: library)
         recognizer.register(on: server)
         sessionService.register(on: server)
         catalogs.register(on: server)
         cues.register(on: server)
+        library?.register(on: server)
         health.register(on: server)
 
         for s in registry.all {

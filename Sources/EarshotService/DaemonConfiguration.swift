@@ -40,6 +40,16 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var cueHoldMilliseconds = 2500
     public var cueMinimumConfidence = 0.5
     public var cueSessionGapSeconds = 1800
+    // [library]
+    public var libraryEnabled = true
+    /// "" = <state_directory>/library.db.
+    public var libraryPath = ""
+    public var libraryMaximumItemsPerOwner = 50_000
+    public var libraryMaximumBytesPerOwner = 64 << 20
+    /// 0 = no limit but the disk's.
+    public var libraryMaximumDatabaseMegabytes = 0
+    public var libraryReserveBytes = 64 << 20
+    public var libraryChangeLogLength = 10_000
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
@@ -60,6 +70,11 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var allowList = ""
 
     public init() {}
+
+    /// The library database file actually used.
+    public var libraryDatabasePath: String {
+        libraryPath.isEmpty ? (stateDirectory as NSString).appendingPathComponent("library.db") : libraryPath
+    }
 
     /// The allow-list file actually used.
     public var allowListPath: String {
@@ -99,6 +114,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "catalogs.max_upload_bytes", "catalogs.max_uploads", "catalogs.max_upload_total_bytes", "catalogs.upload_expiry_s",
         "catalogs.reserve_bytes", "catalogs.trusted_authors", "catalogs.watch",
         "cues.enabled", "cues.lead_ms", "cues.lost_horizon_ms", "cues.hold_ms", "cues.minimum_confidence", "cues.session_gap_s",
+        "library.enabled", "library.path", "library.max_items_per_owner", "library.max_bytes_per_owner", "library.max_database_mb",
+        "library.reserve_bytes", "library.change_log_length",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight_per_client", "rpc.max_in_flight",
         "rpc.default_timeout_ms", "rpc.max_connections", "rpc.max_connections_per_address",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
@@ -138,6 +155,13 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "cues.hold_ms": cueHoldMilliseconds = try integer(key, value, 0...60_000)
         case "cues.minimum_confidence": cueMinimumConfidence = try number(key, value, 0...1)
         case "cues.session_gap_s": cueSessionGapSeconds = try integer(key, value, 0...(30 * 86_400))
+        case "library.enabled": libraryEnabled = try boolean(key, value)
+        case "library.path": libraryPath = try string(key, value)
+        case "library.max_items_per_owner": libraryMaximumItemsPerOwner = try integer(key, value, 1...10_000_000)
+        case "library.max_bytes_per_owner": libraryMaximumBytesPerOwner = try integer(key, value, 1024...(1 << 40))
+        case "library.max_database_mb": libraryMaximumDatabaseMegabytes = try integer(key, value, 0...(1 << 22))
+        case "library.reserve_bytes": libraryReserveBytes = try integer(key, value, 0...(1 << 50))
+        case "library.change_log_length": libraryChangeLogLength = try integer(key, value, 1...10_000_000)
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
@@ -158,7 +182,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         default:
             let section = key.split(separator: ".").first.map(String.init) ?? key
             let known = Self.keys.filter { $0.hasPrefix(section + ".") }
-            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, catalogs, cues, rpc, events, security"
+            throw Problem(message: "unknown setting \(key)" + (known.isEmpty ? "; sections are daemon, audio, session, catalogs, cues, library, rpc, events, security"
                 : "; [\(section)] has " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ")))
         }
     }
@@ -256,6 +280,15 @@ extension DaemonConfiguration {
             hold_ms = \(cueHoldMilliseconds)
             minimum_confidence = \(cueMinimumConfidence)
             session_gap_s = \(cueSessionGapSeconds)
+
+            [library]
+            enabled = \(libraryEnabled)
+            path = \(q(libraryPath))
+            max_items_per_owner = \(libraryMaximumItemsPerOwner)
+            max_bytes_per_owner = \(libraryMaximumBytesPerOwner)
+            max_database_mb = \(libraryMaximumDatabaseMegabytes)
+            reserve_bytes = \(libraryReserveBytes)
+            change_log_length = \(libraryChangeLogLength)
 
             [rpc]
             listen = \(list(rpcListen))

@@ -39,6 +39,10 @@ final class DaemonEvents: Sendable {
         publisher.publish(topic: Topics.cue) { $0.cue = event }
     }
 
+    func publishLibrary(_ notice: Earshot_V1_LibraryNotice) {
+        publisher.publish(topic: Topics.library) { $0.library = notice }
+    }
+
     func publishHealth(_ status: Earshot_V1_ServingStatus, message: String = "") {
         publisher.publish(topic: Topics.health) { e in
             var event = Earshot_V1_HealthEvent()

@@ -11,10 +11,11 @@ import Synchronization
 /// Two things stop services: the daemon stopping (every service, "stopping"), and a capture
 /// problem, which stops what needs audio: the daemon as a whole ("") and the Recognizer, whose
 /// answers would otherwise come from audio it no longer hears ("audio capture: <problem>").
-/// Session, Catalogs and Health go on serving through a capture problem, so that clients can
+/// Session, Catalogs, Cues, Library and Health go on serving through a capture problem, so that clients can
 /// still read the session's state and manage catalogs.
 final class HealthService: Sendable {
-    static let services = ["", "earshot.v1.Recognizer", "earshot.v1.Session", "earshot.v1.Catalogs", "earshot.v1.Health"]
+    static let services = ["", "earshot.v1.Recognizer", "earshot.v1.Session", "earshot.v1.Catalogs", "earshot.v1.Cues",
+                            "earshot.v1.Library", "earshot.v1.Health"]
     /// The services a capture problem stops.
     static let servicesNeedingAudio: Set<String> = ["", "earshot.v1.Recognizer"]
 
@@ -22,6 +23,9 @@ final class HealthService: Sendable {
     struct Condition: Equatable, Sendable {
         var stopping = false
         var captureProblem: String?
+        /// Why the library cannot serve (a damaged or unreadable database): only the Library
+        /// service stops; recognition goes on.
+        var libraryProblem: String?
     }
 
     /// One service's health, as Check and Watch answer it.
@@ -52,12 +56,20 @@ final class HealthService: Sendable {
         update { $0.captureProblem = problem }
     }
 
+    /// The library cannot serve (set once at start; fixed by a restart).
+    func setLibraryProblem(_ problem: String?) {
+        update { $0.libraryProblem = problem }
+    }
+
     /// `service`'s health under `condition`.
     static func health(of service: String, in condition: Condition) -> ServiceHealth {
         guard services.contains(service) else { return ServiceHealth(status: .serviceUnknown) }
         if condition.stopping { return ServiceHealth(status: .notServing, message: "stopping") }
         if let problem = condition.captureProblem, servicesNeedingAudio.contains(service) {
             return ServiceHealth(status: .notServing, message: "audio capture: \(problem)")
+        }
+        if let problem = condition.libraryProblem, service == "earshot.v1.Library" {
+            return ServiceHealth(status: .notServing, message: problem)
         }
         return ServiceHealth(status: .serving)
     }

@@ -9,12 +9,15 @@ import Foundation
 final class RecognizerService: Sendable {
     private let session: ManagedSession
     private let feed: MatchFeed
+    /// Where `add_to_library` puts matches (nil: the library is turned off).
+    private let library: LibraryService?
     /// For MatchSignature. A matcher serves one call at a time; such calls are rare and fast.
     private let signatureMatcher: Locked<CatalogSetMatcher>
 
-    init(session: ManagedSession, catalogs: CatalogSet, feed: MatchFeed) {
+    init(session: ManagedSession, catalogs: CatalogSet, feed: MatchFeed, library: LibraryService?) {
         self.session = session
         self.feed = feed
+        self.library = library
         signatureMatcher = Locked(CatalogSetMatcher(catalogs))
     }
 
@@ -30,8 +33,10 @@ final class RecognizerService: Sendable {
             reply.state = Earshot_V1_SessionState(session.state == .idle ? .prerecording : session.state)
             return reply
         }
-        server.register(Methods.Recognizer.match, role: .operator) { [self] _, call throws(RpcError) in
-            try await match(call)
+        server.register(Methods.Recognizer.match, role: .operator) { [self] request, call throws(RpcError) in
+            var result = try await match(call)
+            if request.addToLibrary { result.library = await addToLibrary(result, call) }
+            return result
         }
         server.register(streaming: Methods.Recognizer.streamMatches, role: .operator) { [self] request, call, writer throws(RpcError) in
             try await stream(request, call, writer)
@@ -52,6 +57,17 @@ final class RecognizerService: Sendable {
         }
     }
 
+    /// Adds a result to the caller's library; the published copy of the result never carries this.
+    private func addToLibrary(_ result: Earshot_V1_MatchResult, _ call: RpcCall) async -> Earshot_V1_LibraryAddStatus {
+        guard let library else {
+            var status = Earshot_V1_LibraryAddStatus()
+            status.code = RpcStatusCode.unavailable.rawValue
+            status.message = "the library is turned off (library.enabled = false)"
+            return status
+        }
+        return await library.addMatch(result, owner: LibraryService.owner(of: call))
+    }
+
     /// One result, or DEADLINE_EXCEEDED / CANCELLED when the call ends first: the transport
     /// cancels this handler's task at a deadline, a CANCEL or a lost peer, which withdraws the
     /// session request.
@@ -66,8 +82,9 @@ final class RecognizerService: Sendable {
         // Iterating ends when the transport cancels this handler's task (the call ended), which
         // also ends the session's `results` for this stream.
         for await r in session.results() {
-            let message = feed.record(r.result, from: .stream, streamTime: r.streamTime, isRepeat: r.isRepeat)
+            var message = feed.record(r.result, from: .stream, streamTime: r.streamTime, isRepeat: r.isRepeat)
             if r.isRepeat, !request.includeRepeats { continue }
+            if request.addToLibrary, !r.isRepeat, message.outcome == .match { message.library = await addToLibrary(message, call) }
             try writer.send(message)
         }
         if let reason = call.cancellationReason() { throw reason }

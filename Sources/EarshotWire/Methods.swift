@@ -72,8 +72,8 @@ public enum Methods {
             "/earshot.v1.Library/ListOwners")
         public static let deleteOwner = RpcMethod<Earshot_V1_DeleteLibraryOwnerRequest, Earshot_V1_LibraryWriteResponse>(
             "/earshot.v1.Library/DeleteOwner")
-        public static let backup = RpcMethod<Earshot_V1_LibraryBackupRequest, Earshot_V1_LibraryBackupChunk>(
-            "/earshot.v1.Library/Backup", serverStreaming: true)
+        public static let backup = RpcMethod<Earshot_V1_LibraryBackupRequest, Earshot_V1_LibraryBackupResponse>(
+            "/earshot.v1.Library/Backup")
     }
 
     public enum Health {
@@ -93,7 +93,7 @@ public enum Methods {
         (Catalogs.abortUpload.path, false), (Cues.getSchedule.path, false), (Cues.getCurrent.path, false),
         (Cues.setCues.path, false), (Cues.clearCues.path, false), (Cues.streamCues.path, true), (Library.add.path, false),
         (Library.items.path, false), (Library.remove.path, false), (Library.watchLibrary.path, true), (Library.listOwners.path, false),
-        (Library.deleteOwner.path, false), (Library.backup.path, true), (Health.check.path, false),
+        (Library.deleteOwner.path, false), (Library.backup.path, false), (Health.check.path, false),
         (Health.watch.path, true), (Health.getStats.path, false),
     ]
 }

@@ -18,10 +18,11 @@ public final class LibraryDatabase: @unchecked Sendable {
     private let salt: [UInt8]
 
     /// Opens (creating when missing, unless `readOnly`) and checks the database: `quick_check`
-    /// must pass, then missing migrations run. A damaged or foreign file fails with `.dataLoss`
-    /// and is left where it is: `setAside(_:)` moves it.
+    /// must pass (unless `verify` is false: a second connection to a file just checked), then
+    /// missing migrations run. A damaged or foreign file fails with `.dataLoss` and is left
+    /// where it is: `setAside(_:stamp:)` moves it.
     public init(path: String, limits: LibraryLimits = LibraryLimits(), maximumDatabaseBytes: Int? = nil,
-                readOnly: Bool = false) throws(LibraryError) {
+                readOnly: Bool = false, verify: Bool = true) throws(LibraryError) {
         self.path = path
         self.limits = limits
         do {
@@ -31,7 +32,7 @@ public final class LibraryDatabase: @unchecked Sendable {
         }
         db.setBusyTimeout(milliseconds: 5000)
         do {
-            let findings = try db.quickCheck()
+            let findings = verify ? try db.quickCheck() : []
             if !findings.isEmpty {
                 throw LibraryError(.dataLoss, "the library database \(path) is damaged (quick_check: \(findings.prefix(3).joined(separator: "; ")))")
             }

@@ -12,11 +12,6 @@
 /// to the caller's key, by its allow-list name; nobody sees or removes another owner's items.
 /// Changes are announced on earshot.v1/library/ as notices without contents (LibraryNotice).
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -214,7 +209,7 @@ public nonisolated struct Earshot_V1_LibraryChange: Sendable {
 
   public var atUnixMs: Int64 = 0
 
-  /// The owner's items after this change (KIND_CURRENT, KIND_RESYNC: now).
+  /// The owner's items when this message was sent.
   public var itemCount: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -352,19 +347,22 @@ public nonisolated struct Earshot_V1_LibraryBackupRequest: Sendable {
   public init() {}
 }
 
-public nonisolated struct Earshot_V1_LibraryBackupChunk: Sendable {
+public nonisolated struct Earshot_V1_LibraryBackupResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var data: Data = Data()
+  /// Where the copy is on the box.
+  public var path: String = String()
 
-  public var offset: UInt64 = 0
+  public var bytes: UInt64 = 0
 
-  public var totalBytes: UInt64 = 0
-
-  /// On the last chunk: SHA-256 of the whole copy, in hex.
+  /// SHA-256 of the copy, in hex.
   public var sha256: String = String()
+
+  public var owners: UInt32 = 0
+
+  public var items: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -959,9 +957,9 @@ nonisolated extension Earshot_V1_LibraryBackupRequest: SwiftProtobuf.Message, Sw
   }
 }
 
-nonisolated extension Earshot_V1_LibraryBackupChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".LibraryBackupChunk"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}data\0\u{1}offset\0\u{3}total_bytes\0\u{1}sha256\0")
+nonisolated extension Earshot_V1_LibraryBackupResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LibraryBackupResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}bytes\0\u{1}sha256\0\u{1}owners\0\u{1}items\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -969,36 +967,41 @@ nonisolated extension Earshot_V1_LibraryBackupChunk: SwiftProtobuf.Message, Swif
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularBytesField(value: &self.data) }()
-      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.offset) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.totalBytes) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 1: try { try decoder.decodeSingularStringField(value: &self.path) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.owners) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.items) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.data.isEmpty {
-      try visitor.visitSingularBytesField(value: self.data, fieldNumber: 1)
+    if !self.path.isEmpty {
+      try visitor.visitSingularStringField(value: self.path, fieldNumber: 1)
     }
-    if self.offset != 0 {
-      try visitor.visitSingularUInt64Field(value: self.offset, fieldNumber: 2)
-    }
-    if self.totalBytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.totalBytes, fieldNumber: 3)
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 2)
     }
     if !self.sha256.isEmpty {
-      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 4)
+      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 3)
+    }
+    if self.owners != 0 {
+      try visitor.visitSingularUInt32Field(value: self.owners, fieldNumber: 4)
+    }
+    if self.items != 0 {
+      try visitor.visitSingularUInt64Field(value: self.items, fieldNumber: 5)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Earshot_V1_LibraryBackupChunk, rhs: Earshot_V1_LibraryBackupChunk) -> Bool {
-    if lhs.data != rhs.data {return false}
-    if lhs.offset != rhs.offset {return false}
-    if lhs.totalBytes != rhs.totalBytes {return false}
+  public static func ==(lhs: Earshot_V1_LibraryBackupResponse, rhs: Earshot_V1_LibraryBackupResponse) -> Bool {
+    if lhs.path != rhs.path {return false}
+    if lhs.bytes != rhs.bytes {return false}
     if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.owners != rhs.owners {return false}
+    if lhs.items != rhs.items {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

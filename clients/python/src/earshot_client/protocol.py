@@ -48,7 +48,7 @@ class Methods:
     WATCH_LIBRARY = "/earshot.v1.Library/WatchLibrary"  # server-streaming
     LIBRARY_LIST_OWNERS = "/earshot.v1.Library/ListOwners"
     LIBRARY_DELETE_OWNER = "/earshot.v1.Library/DeleteOwner"
-    LIBRARY_BACKUP = "/earshot.v1.Library/Backup"  # server-streaming
+    LIBRARY_BACKUP = "/earshot.v1.Library/Backup"
 
 
 class Topics:

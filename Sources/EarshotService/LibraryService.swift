@@ -1,0 +1,350 @@
+import EarshotCrypto
+import EarshotStore
+import EarshotSync
+import EarshotSystem
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Logging
+import Synchronization
+
+/// `earshot.v1.Library`: each client's library of matched items, private to its key.
+///
+/// The owner of a call is the caller's allow-list name (`local` without security: every client
+/// then shares one library). Writes reply only after their transaction is on disk. Each commit
+/// publishes a `LibraryNotice` on library/ (owner hashed, no contents) and wakes that owner's
+/// WatchLibrary streams, which read what changed from the database's change log: the log, not
+/// the wake-up, is what they send, so a stream never misses or repeats a change.
+final class LibraryService: Sendable {
+    /// The owner of every call when security is off.
+    static let ownerWithoutSecurity = "local"
+
+    private let store: LibraryStore
+    private let events: DaemonEvents
+    private let logger: Logger
+    private let reserveBytes: Int
+    private let backupFolder: String
+    /// The names in the allow-list now (nil without security).
+    private let allowedNames: @Sendable () -> Set<String>?
+    private let watchers = Locked<[String: [Int: AsyncStream<Void>.Continuation]]>([:])
+    private let nextWatcherID = Atomic<Int>(0)
+    /// Backups kept in `backupFolder`; older ones are removed after a new one is written.
+    static let backupsKept = 5
+
+    init(store: LibraryStore, events: DaemonEvents, configuration c: DaemonConfiguration, logger: Logger,
+         allowedNames: @escaping @Sendable () -> Set<String>?) {
+        self.store = store
+        self.events = events
+        self.logger = logger
+        reserveBytes = c.libraryReserveBytes
+        backupFolder = (c.stateDirectory as NSString).appendingPathComponent("library-backups")
+        self.allowedNames = allowedNames
+        for name in (try? Directory.names(in: backupFolder)) ?? [] where name.hasSuffix(".partial") {
+            try? Directory.remove((backupFolder as NSString).appendingPathComponent(name))
+        }
+    }
+
+    static func owner(of call: RpcCall) -> String {
+        call.clientName ?? ownerWithoutSecurity
+    }
+
+    func register(on server: RpcServer) {
+        server.register(Methods.Library.add, role: .viewer) { [self] request, call throws(RpcError) in
+            try await add(request.items, owner: Self.owner(of: call))
+        }
+        server.register(Methods.Library.items, role: .viewer) { [self] request, call throws(RpcError) in
+            try await items(request, call: call)
+        }
+        server.register(Methods.Library.remove, role: .viewer) { [self] request, call throws(RpcError) in
+            let owner = Self.owner(of: call)
+            try checkSpace()
+            let commit = try await library { db throws(LibraryError) in try db.remove(request.ids, owner: owner, nowMs: Self.nowMs()) }
+            return await committed(commit)
+        }
+        server.register(streaming: Methods.Library.watchLibrary, role: .viewer) { [self] request, call, writer throws(RpcError) in
+            try await watch(from: request.fromVersion, owner: Self.owner(of: call), call: call, writer: writer)
+        }
+        server.register(Methods.Library.listOwners, role: .admin) { [self] _, _ throws(RpcError) in
+            let owners = try await library(read: true) { db throws(LibraryError) in
+                try db.owners().map { ($0, db.ownerHash($0.name)) }
+            }
+            let allowed = allowedNames()
+            var reply = Earshot_V1_ListLibraryOwnersResponse()
+            reply.owners = owners.map { owner, hash in
+                var o = Earshot_V1_LibraryOwner()
+                o.name = owner.name
+                o.ownerHash = hash
+                o.version = owner.version
+                o.itemCount = UInt32(clamping: owner.itemCount)
+                o.bytes = UInt64(owner.bytes)
+                o.changedAtUnixMs = owner.changedAtMs
+                o.allowed = allowed?.contains(owner.name) ?? (owner.name == Self.ownerWithoutSecurity)
+                return o
+            }
+            return reply
+        }
+        server.register(Methods.Library.deleteOwner, role: .admin) { [self] request, call throws(RpcError) in
+            guard !request.owner.isEmpty else { throw RpcError(.invalidArgument, "owner: which owner's items to delete") }
+            let commit = try await library { db throws(LibraryError) in try db.deleteOwner(request.owner, nowMs: Self.nowMs()) }
+            logger.notice("library: \(Self.owner(of: call)) deleted the \(commit.change.version > 0 ? "items" : "library") of \(request.owner)")
+            return await committed(commit)
+        }
+        server.register(Methods.Library.backup, role: .admin) { [self] _, call throws(RpcError) in
+            try await backup(by: Self.owner(of: call))
+        }
+    }
+
+    // MARK: Add
+
+    private func add(_ new: [Earshot_V1_NewLibraryItem], owner: String) async throws(RpcError) -> Earshot_V1_LibraryWriteResponse {
+        let now = Self.nowMs()
+        var entries: [LibraryEntry] = []
+        for (i, n) in new.enumerated() {
+            do throws(RpcError) { entries.append(try Self.entry(n, now: now)) } catch {
+                throw RpcError(.invalidArgument, "item \(i + 1): \(error.message)")
+            }
+        }
+        try checkSpace()
+        let batch = entries
+        let commit = try await library { db throws(LibraryError) in try db.add(batch, owner: owner, nowMs: now) }
+        return await committed(commit)
+    }
+
+    /// Adds the top item of `result` to `owner`'s library (Match / StreamMatches with
+    /// add_to_library), and says how it went: the match is answered either way.
+    func addMatch(_ result: Earshot_V1_MatchResult, owner: String) async -> Earshot_V1_LibraryAddStatus {
+        var status = Earshot_V1_LibraryAddStatus()
+        guard result.outcome == .match, let top = result.items.first else {
+            status.code = RpcStatusCode.failedPrecondition.rawValue
+            status.message = "no match to add"
+            return status
+        }
+        var new = Earshot_V1_NewLibraryItem()
+        new.item = top
+        new.matchedAtUnixMs = result.madeAtUnixMs
+        do throws(RpcError) {
+            let reply = try await add([new], owner: owner)
+            status.version = reply.version
+            status.itemIds = reply.items.map(\.id)
+        } catch {
+            status.code = error.code.rawValue
+            status.message = error.message
+        }
+        return status
+    }
+
+    /// A wire item as a database entry, checked.
+    static func entry(_ n: Earshot_V1_NewLibraryItem, now: Int64) throws(RpcError) -> LibraryEntry {
+        let item = n.item
+        guard n.hasItem, !item.catalog.isEmpty else { throw RpcError(.invalidArgument, "a matched item with its catalog is needed") }
+        for (name, value) in [("confidence", item.confidence), ("match_offset", item.matchOffset),
+                              ("predicted_current_match_offset", item.predictedCurrentMatchOffset),
+                              ("frequency_skew", item.frequencySkew), ("time_skew", item.timeSkew)] where !value.isFinite {
+            throw RpcError(.invalidArgument, "\(name) is not a finite number")
+        }
+        guard (0...1).contains(item.confidence) else { throw RpcError(.invalidArgument, "confidence \(item.confidence) is outside 0…1") }
+        let matchedAt = n.matchedAtUnixMs == 0 ? now : n.matchedAtUnixMs
+        guard matchedAt > 0, matchedAt <= now + 86_400_000 else {
+            throw RpcError(.invalidArgument, "matched_at_unix_ms \(n.matchedAtUnixMs) is not a time up to now")
+        }
+        var properties = item.mediaItem.customPropertiesJson.trimmingCharacters(in: .whitespacesAndNewlines)
+        if properties.isEmpty { properties = "{}" }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(properties.utf8)), object is [String: Any] else {
+            throw RpcError(.invalidArgument, "custom_properties_json is not a JSON object")
+        }
+        let body: [UInt8]
+        do { body = try item.serializedBytes() } catch { throw RpcError(.internal, "cannot encode the item: \(error)") }
+        return LibraryEntry(matchedAtMs: matchedAt, catalog: item.catalog, catalogVersion: item.catalogVersion,
+                            customProperties: properties, body: body)
+    }
+
+    // MARK: Items
+
+    private func items(_ request: Earshot_V1_LibraryItemsRequest, call: RpcCall) async throws(RpcError) -> Earshot_V1_LibraryItemsResponse {
+        let caller = Self.owner(of: call)
+        if !request.owner.isEmpty, request.owner != caller, call.role != .admin {
+            throw RpcError(.permissionDenied, "only an admin may read another owner's library")
+        }
+        let owner = request.owner.isEmpty ? caller : request.owner
+        var query = LibraryQuery(limit: request.pageSize == 0 ? 50 : Int(request.pageSize))
+        if !request.pageToken.isEmpty {
+            guard let cursor = LibraryCursor(token: request.pageToken) else {
+                throw RpcError(.invalidArgument, "page_token \"\(request.pageToken)\" is not one this service gave")
+            }
+            query.after = cursor
+        }
+        if !request.catalog.isEmpty { query.catalog = request.catalog }
+        if request.matchedFromUnixMs != 0 { query.matchedFromMs = request.matchedFromUnixMs }
+        if request.matchedBeforeUnixMs != 0 { query.matchedBeforeMs = request.matchedBeforeUnixMs }
+        if !request.propertyKey.isEmpty || !request.propertyValueJson.isEmpty {
+            guard !request.propertyKey.isEmpty, !request.propertyValueJson.isEmpty else {
+                throw RpcError(.invalidArgument, "property_key and property_value_json go together")
+            }
+            query.property = (request.propertyKey, request.propertyValueJson)
+        }
+        let q = query
+        let (page, hash) = try await library(read: true) { db throws(LibraryError) in
+            (try db.items(owner: owner, q), db.ownerHash(owner))
+        }
+        var reply = Earshot_V1_LibraryItemsResponse()
+        reply.items = page.items.map(Self.message)
+        reply.nextPageToken = page.next?.token ?? ""
+        reply.version = page.owner.version
+        reply.itemCount = UInt32(clamping: page.owner.itemCount)
+        reply.bytes = UInt64(page.owner.bytes)
+        reply.ownerHash = hash
+        return reply
+    }
+
+    static func message(_ item: LibraryItem) -> Earshot_V1_LibraryItem {
+        var m = Earshot_V1_LibraryItem()
+        m.id = item.id
+        m.matchedAtUnixMs = item.entry.matchedAtMs
+        m.addedAtUnixMs = item.addedAtMs
+        // Stored as the client sent it; an unreadable body is left empty rather than failing the page.
+        if let matched = try? Earshot_V1_MatchedMediaItem(serializedBytes: item.entry.body) { m.item = matched }
+        return m
+    }
+
+    // MARK: Watch
+
+    private func watch(from version: UInt64, owner: String, call: RpcCall,
+                       writer: RpcStreamWriter<Earshot_V1_LibraryChange>) async throws(RpcError) {
+        // Registered before the first read: a commit after that read still wakes this stream.
+        let (wakes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = nextWatcherID.add(1, ordering: .relaxed).newValue
+        watchers.withLock { $0[owner, default: [:]][id] = continuation }
+        defer { watchers.withLock { $0[owner]?[id] = nil } }
+        var iterator = wakes.makeAsyncIterator()
+        var at = version
+        var caughtUp = false
+        while !Task.isCancelled {
+            let start = at
+            let (changes, state) = try await library(read: true) { db throws(LibraryError) in
+                let changes = try db.changes(owner: owner, after: start, limit: 200)
+                var withItems: [(LibraryChange, [LibraryItem])] = []
+                for c in changes ?? [] {
+                    withItems.append((c, c.kind == .added ? try db.items(owner: owner, ids: c.itemIDs) : []))
+                }
+                return (changes == nil ? nil : withItems, try db.owner(named: owner))
+            }
+            guard let changes else {
+                var resync = Earshot_V1_LibraryChange()
+                resync.kind = .resync
+                resync.version = state.version
+                resync.itemCount = UInt32(clamping: state.itemCount)
+                resync.atUnixMs = Self.nowMs()
+                try writer.send(resync)
+                at = state.version
+                continue
+            }
+            for (change, items) in changes {
+                var m = Earshot_V1_LibraryChange()
+                m.kind = switch change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
+                m.version = change.version
+                m.itemIds = change.itemIDs
+                m.items = items.map(Self.message)
+                m.atUnixMs = change.atMs
+                m.itemCount = UInt32(clamping: state.itemCount)
+                try writer.send(m)
+                at = change.version
+            }
+            if changes.count == 200 { continue }  // more backlog
+            if !caughtUp {
+                caughtUp = true
+                var current = Earshot_V1_LibraryChange()
+                current.kind = .current
+                current.version = at
+                current.itemCount = UInt32(clamping: state.itemCount)
+                current.atUnixMs = Self.nowMs()
+                try writer.send(current)
+            }
+            guard await iterator.next() != nil else { break }
+        }
+        if let reason = call.cancellationReason() { throw reason }
+    }
+
+    // MARK: Backup
+
+    private func backup(by caller: String) async throws(RpcError) -> Earshot_V1_LibraryBackupResponse {
+        let folder = backupFolder
+        do { try Directory.create(folder, mode: 0o700) } catch {
+            throw RpcError(.unavailable, "cannot make \(folder): \(error.message)")
+        }
+        let stamp = Self.fileStamp()
+        let path = (folder as NSString).appendingPathComponent("library-\(stamp).db")
+        let owners = try await library(read: true) { db throws(LibraryError) in
+            try db.backup(to: path)
+            return try db.owners()
+        }
+        let bytes: [UInt8]
+        do { bytes = try AtomicFile.read(path) } catch { throw RpcError(.internal, "cannot read the backup back: \(error.message)") }
+        var reply = Earshot_V1_LibraryBackupResponse()
+        reply.path = path
+        reply.bytes = UInt64(bytes.count)
+        reply.sha256 = bytes.withUnsafeBytes { SHA256.hex(SHA256.hash($0)) }
+        reply.owners = UInt32(owners.count)
+        reply.items = UInt64(owners.reduce(0) { $0 + $1.itemCount })
+        logger.notice("library: \(caller) wrote a backup to \(path) (\(bytes.count) bytes, \(reply.items) items)")
+        let names = ((try? Directory.names(in: folder)) ?? []).filter { $0.hasPrefix("library-") && $0.hasSuffix(".db") }.sorted()
+        for old in names.dropLast(Self.backupsKept) { try? Directory.remove((folder as NSString).appendingPathComponent(old)) }
+        return reply
+    }
+
+    // MARK: Helpers
+
+    /// After a commit: the notice on library/, the owner's watchers woken, and the reply.
+    private func committed(_ commit: LibraryCommit) async -> Earshot_V1_LibraryWriteResponse {
+        let hash = (try? await library(read: true) { db throws(LibraryError) in db.ownerHash(commit.owner.name) }) ?? ""
+        var notice = Earshot_V1_LibraryNotice()
+        notice.ownerHash = hash
+        notice.version = commit.change.version
+        notice.itemCount = UInt32(clamping: commit.owner.itemCount)
+        notice.kind = switch commit.change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
+        notice.changed = UInt32(clamping: commit.change.itemIDs.count)
+        events.publishLibrary(notice)
+        for w in watchers.withLock({ Array(($0[commit.owner.name] ?? [:]).values) }) { w.yield(()) }
+        var reply = Earshot_V1_LibraryWriteResponse()
+        reply.version = commit.change.version
+        reply.items = commit.items.map(Self.message)
+        reply.itemCount = UInt32(clamping: commit.owner.itemCount)
+        reply.ownerHash = hash
+        return reply
+    }
+
+    /// Writes are refused while the disk is nearly full: the database, and the rest of the
+    /// daemon, keep room to finish what they do.
+    private func checkSpace() throws(RpcError) {
+        let folder = (store.path as NSString).deletingLastPathComponent
+        guard reserveBytes > 0, let free = Directory.availableBytes(at: folder.isEmpty ? "." : folder), free < reserveBytes else { return }
+        throw RpcError(.resourceExhausted, "the library's disk has \(free >> 20) MB free, below library.reserve_bytes (\(reserveBytes >> 20) MB): free some space; nothing was changed")
+    }
+
+    /// Runs `body` on the database, mapping its errors to status codes.
+    private func library<T: Sendable>(read: Bool = false, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
+        do throws(LibraryError) {
+            return read ? try await store.read(body) : try await store.write(body)
+        } catch {
+            let code: RpcStatusCode = switch error.kind {
+            case .invalidArgument: .invalidArgument
+            case .notFound: .notFound
+            case .resourceExhausted: .resourceExhausted
+            case .dataLoss: .dataLoss
+            case .unavailable: .unavailable
+            case .internal: .internal
+            }
+            if code == .dataLoss || code == .internal { logger.error("library: \(error.message)") }
+            throw RpcError(code, error.message)
+        }
+    }
+
+    static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
+    static func fileStamp() -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
+        return f.string(from: Date())
+    }
+}
