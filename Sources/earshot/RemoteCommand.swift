@@ -22,6 +22,7 @@ struct RemoteCommand: ParsableCommand {
               earshot remote watch --server tcp://tv-box.local:7400
               earshot remote catalog push show.earcat --enable
               earshot remote cues
+              earshot remote library add --from-last-match
               earshot remote match --server tcp://tv-box.local:7400 --server-key server.public --key tv-app.key
 
             The daemon uses CURVE by default: give its public key (--server-key) and a client key \
@@ -32,7 +33,8 @@ struct RemoteCommand: ParsableCommand {
             (the message says which, with the gRPC status name).
             """,
         subcommands: [RemotePrepareCommand.self, RemoteMatchCommand.self, RemoteStreamCommand.self,
-                      RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self, RemoteCuesCommand.self]
+                      RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self, RemoteCuesCommand.self,
+                      RemoteLibraryCommand.self]
     )
 }
 

@@ -139,6 +139,7 @@ final class Dashboard: Sendable {
             guard let snapshot = f.snapshot else { return "waiting for the daemon…" }
             var lines = RemoteFormat.snapshot(snapshot)
             if let reason = f.notServing { lines.insert("daemon: not serving (\(reason))", at: 0) }
+            lines += f.libraryNotices.map(LibraryFormat.notice)
             return lines.joined(separator: "\n")
         }
         screen.withLock { s in

@@ -85,7 +85,7 @@ struct EventFollowerTests {
     @Test func subscribesToItsTopicsAndTheHeartbeat() {
         let follower = SessionFollower(now: Self.t0)
         #expect(follower.topics == [Topics.session, Topics.match, Topics.health])
-        #expect(follower.subscriptions == [Topics.session, Topics.match, Topics.health, Topics.heartbeat])
+        #expect(follower.subscriptions == [Topics.session, Topics.match, Topics.health, Topics.library, Topics.heartbeat])
         let catalogs = EventFollower<SessionView>(topics: [Topics.catalog, Topics.heartbeat], now: Self.t0)
         #expect(catalogs.topics == [Topics.catalog], "the heartbeat is implicit, never a followed topic")
     }
