@@ -84,7 +84,7 @@ struct EventFollowerTests {
 
     @Test func subscribesToItsTopicsAndTheHeartbeat() {
         let follower = SessionFollower(now: Self.t0)
-        #expect(follower.topics == [Topics.session, Topics.match, Topics.health])
+        #expect(follower.topics == [Topics.session, Topics.match, Topics.health, Topics.library])
         #expect(follower.subscriptions == [Topics.session, Topics.match, Topics.health, Topics.library, Topics.heartbeat])
         let catalogs = EventFollower<SessionView>(topics: [Topics.catalog, Topics.heartbeat], now: Self.t0)
         #expect(catalogs.topics == [Topics.catalog], "the heartbeat is implicit, never a followed topic")
@@ -210,6 +210,21 @@ struct EventFollowerTests {
         #expect(follower.heads[Topics.match] == nil)
         // And a heartbeat's match/ head does not concern it.
         #expect(feed(&follower, Self.heartbeat(seq: 1, heads: [Topics.match: 1, Topics.session: 5]), at: 1) == .applied)
+    }
+
+    @Test func libraryNoticesAreKeptNewestLastAndSurviveANewSnapshot() {
+        var follower = Self.joined()
+        for version in UInt64(1)...5 {
+            var notice = Earshot_V1_LibraryNotice()
+            notice.ownerHash = "abc"
+            notice.version = version
+            notice.kind = .added
+            #expect(feed(&follower, Self.event(Topics.library, seq: version, .library(notice)), at: Double(version) / 10) == .applied)
+        }
+        #expect(follower.libraryNotices.map(\.version) == [3, 4, 5])
+        // A new snapshot of the same daemon keeps them (they are not in the snapshot).
+        follower.reset(with: Self.snapshot(heads: [Topics.session: 5, Topics.library: 5]), now: Self.at(1))
+        #expect(follower.libraryNotices.map(\.version) == [3, 4, 5])
     }
 
     @Test func forgettingDropsTheStateUntilTheNextSnapshot() {

@@ -21,9 +21,9 @@ struct RemoteCLITests {
     }
 
     /// `--server-key` and `--key` options for the harness's operator key (CURVE, the default).
-    private func keys(_ daemon: DaemonHarness) throws -> [String] {
-        let keyFile = daemon.directory.appendingPathComponent("operator.key").path
-        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.operator]), to: keyFile, comment: "test operator")
+    private func keys(_ daemon: DaemonHarness, _ role: ClientRole = .operator) throws -> [String] {
+        let keyFile = daemon.directory.appendingPathComponent("\(role.rawValue).key").path
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[role]), to: keyFile, comment: "test \(role.rawValue)")
         // `=`: a Z85 key may begin with "-", which would read as an option.
         return ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
     }
@@ -92,6 +92,80 @@ struct RemoteCLITests {
         #expect(clear.status == 0, "\(clear.err)")
         #expect(clear.out.contains("back to the catalog's 0 cue(s)"))
     }
+
+    /// A person keeps matches in their library: add (match now, and what the box follows), list
+    /// as a table and JSON, watch the changes from the start, a refused remove that changes
+    /// nothing, remove, export; the dashboard shows the notice; admin commands need an admin key.
+    @Test func libraryAddListWatchRemoveExport() throws {
+        let daemon = try DaemonHarness()
+        let k = try keys(daemon), admin = try keys(daemon, .admin)
+        let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
+        Thread.sleep(forTimeInterval: 3)
+
+        // The dashboard runs while an item is added: it shows the library notice.
+        let binary = ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
+        let watcher = Process(), watched = Pipe()
+        watcher.executableURL = URL(fileURLWithPath: binary)
+        watcher.arguments = ["remote", "watch", "--events", daemon.eventsEndpoint, "--duration", "5"] + server + k
+        watcher.standardOutput = watched
+        watcher.standardError = FileHandle.nullDevice
+        try watcher.run()
+        Thread.sleep(forTimeInterval: 1.5)
+
+        let matched = try earshot(["remote", "library", "add", "--match"] + server + k)
+        #expect(matched.status == 0, "\(matched.err)")
+        #expect(matched.out.contains("match: Piece 1") && matched.out.contains("added "), "\(matched.out)")
+        let followed = try earshot(["remote", "library", "add", "--from-last-match"] + server + k)
+        #expect(followed.status == 0, "\(followed.err)")
+        #expect(followed.out.contains("library version 2, 2 items"), "\(followed.out)")
+        let dashboard = String(decoding: watched.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        watcher.waitUntilExit()
+        #expect(dashboard.contains("library: owner ") && dashboard.contains("added 1"), "\(dashboard)")
+
+        let list = try earshot(["remote", "library"] + server + k)
+        #expect(list.status == 0, "\(list.err)")
+        #expect(list.out.hasPrefix("your library: 2 items (version 2)"), "\(list.out)")
+        #expect(list.out.split(separator: "\n").filter { $0.contains("Piece 1") }.count == 2, "\(list.out)")
+        let json = try earshot(["remote", "library", "list", "--json"] + server + k)
+        let ids = try json.out.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["id"] as? String
+        }
+        #expect(ids.count == 2 && ids.allSatisfy { $0?.count == 32 }, "\(json.out)")
+
+        let watch = try earshot(["remote", "library", "watch", "--from-version", "0", "--duration", "2"] + server + k)
+        #expect(watch.status == 0, "\(watch.err)")
+        let lines = watch.out.split(separator: "\n")
+        #expect(lines.count == 3 && lines[0].hasPrefix("v1 added") && lines[1].hasPrefix("v2 added") && lines[2].hasPrefix("v2 current"),
+                "\(watch.out)")
+
+        // Not this key's item: refused, and nothing is removed.
+        let refused = try earshot(["remote", "library", "remove", String(repeating: "ab", count: 16), ids[0]!] + server + k)
+        #expect(refused.status == 5 && refused.err.contains("NOT_FOUND"), "\(refused.err)")
+        let removed = try earshot(["remote", "library", "remove", ids[0]!] + server + k)
+        #expect(removed.status == 0 && removed.out.contains("1 left"), "\(removed.out) \(removed.err)")
+
+        let file = daemon.directory.appendingPathComponent("mine.json").path
+        let export = try earshot(["remote", "library", "export", "-o", file] + server + k)
+        #expect(export.status == 0, "\(export.err)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
+        #expect((document["items"] as? [[String: Any]])?.map { $0["id"] as? String } == [ids[1]])
+        #expect(document["version"] as? Int == 3)
+
+        // Admin commands: refused for the operator, served for the admin.
+        let denied = try earshot(["remote", "library", "owners"] + server + k)
+        #expect(denied.status == 5 && denied.err.contains("PERMISSION_DENIED"), "\(denied.err)")
+        let owners = try earshot(["remote", "library", "owners"] + server + admin)
+        #expect(owners.status == 0 && owners.out.contains("operator  1 "), "\(owners.out) \(owners.err)")
+        let unconfirmed = try earshot(["remote", "library", "delete-owner", "operator"] + server + admin)
+        #expect(unconfirmed.status == 2 && unconfirmed.err.contains("--yes"))
+        let backup = try earshot(["remote", "library", "backup"] + server + admin)
+        #expect(backup.status == 0 && backup.out.contains("library-backups/library-"), "\(backup.out) \(backup.err)")
+        let deleted = try earshot(["remote", "library", "delete-owner", "operator", "--yes"] + server + admin)
+        #expect(deleted.status == 0, "\(deleted.err)")
+        let empty = try earshot(["remote", "library"] + server + k)
+        #expect(empty.out.hasPrefix("your library: 0 items (version 4)"), "\(empty.out)")
+    }
+
 
     /// A catalog author's whole path: an author key, `catalog sign`, `catalog display` showing
     /// the signer, `remote catalog push` to two boxes at once (one of which refuses the admin

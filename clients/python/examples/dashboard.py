@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A small terminal dashboard for earshotd: session state, current item, its advancing offset,
-skew, confidence and capture problems, kept consistent by the late-joiner recipe
-(earshot_client.StateFollower: subscribe, snapshot, drop stale events, re-snapshot on loss).
+skew, confidence, capture problems and the latest library change (the notice on
+earshot.v1/library/: owner hash, version, item count, kind — never the items), kept consistent
+by the late-joiner recipe (earshot_client.StateFollower: subscribe, snapshot, drop stale
+events, re-snapshot on loss).
 
     python3 examples/dashboard.py [--server tcp://host:7400] [--events tcp://host:7401]
     python3 examples/dashboard.py --once          # one status line, then exit (tests, CI)
@@ -37,8 +39,18 @@ def describe_item(item: pb.MatchedMediaItem) -> str:
     return f'"{name}"' + (f" [{item.catalog}]" if item.catalog else "")
 
 
+def describe_library_notice(notice: pb.LibraryNotice) -> str:
+    """``library 3f2a9c1e… v7 12 items (ADDED 2)``: which library changed (its owner's hash, as
+    the notice names it), its version and size now, and the kind of change."""
+    kind = pb.enum_name(pb.LibraryChange.Kind, notice.kind)
+    changed = f" {notice.changed}" if notice.changed else ""
+    count = f"{notice.item_count} item{'' if notice.item_count == 1 else 's'}"
+    return f"library {notice.owner_hash[:8]}… v{notice.version} {count} ({kind}{changed})"
+
+
 def status_line(state: Optional[FollowerState], *, now_ms: Optional[float] = None, note: str = "") -> str:
-    """One line: STATE  "Title — Artist" [catalog]  at 73.4 s  skew +0.12 %  speed +0.00 %  conf 0.93 …"""
+    """One line: STATE  "Title — Artist" [catalog]  at 73.4 s  skew +0.12 %  speed +0.00 %  conf 0.93 …
+    and, once a library changed, the latest library notice."""
     if state is None:
         return f"{'CONNECTING':<12}  {note or 'waiting for the daemon…'}"
     parts = [f"{state.state_name:<12}"]
@@ -61,6 +73,9 @@ def status_line(state: Optional[FollowerState], *, now_ms: Optional[float] = Non
         parts.append(pb.enum_name(pb.ServingStatus, state.health))
     if state.capture_problem:
         parts.append(f"capture problem: {state.capture_problem}")
+    notice = state.last_library_notice
+    if notice is not None:
+        parts.append(describe_library_notice(notice))
     if note:
         parts.append(note)
     return "  ".join(parts)

@@ -5,15 +5,17 @@
         client.prepare()
         result = client.match()
 
-See the README next to ``pyproject.toml`` for streams, events and the late-joiner recipe.
+See the README next to ``pyproject.toml`` for streams, events, the late-joiner recipe and the
+library (:class:`LibraryMirror`).
 """
 
 from . import pb
-from .client import Client, CurveKeys, ResponseStream, catalog_name_of, catalog_signer_key
+from .client import Client, CurveKeys, RawJson, ResponseStream, catalog_name_of, catalog_signer_key
 from .errors import RpcError, StatusCode, code_name
 from .events import Subscriber
 from .follower import FollowerState, StateFollower, Update, predict_offset
 from .keys import curve_keys, read_key_file
+from .library import LibraryMirror
 from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, SIGNATURE, Methods, Topics
 
 __version__ = "0.3.0"
@@ -24,7 +26,9 @@ __all__ = [
     "DEFAULT_EVENTS",
     "DEFAULT_SERVER",
     "FollowerState",
+    "LibraryMirror",
     "Methods",
+    "RawJson",
     "ResponseStream",
     "RpcError",
     "SIGNATURE",

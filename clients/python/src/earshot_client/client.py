@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import math
 import os
 import threading
 import time
 import weakref
 from contextlib import contextmanager
-from typing import Callable, Deque, Dict, Generic, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Callable, Deque, Dict, Generic, Iterator, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 import zmq
 
@@ -143,6 +144,58 @@ def _digest_bytes(sha256: Union[bytes, bytearray, memoryview, str]) -> bytes:
     if len(digest) != 32:
         raise ValueError(f"sha256: expected 32 bytes (or 64 hex digits), got {len(digest)} bytes")
     return digest
+
+
+class RawJson(str):
+    """JSON text given as it is, for :meth:`Client.library_items`' ``property`` filter
+    (``("genre", RawJson('"jazz"'))``); any other value is ``json.dumps``-ed."""
+
+
+def _property_filter(prop) -> Tuple[str, str]:
+    """``(key, value)`` → (key, JSON text of value)."""
+    try:
+        key, value = prop
+    except (TypeError, ValueError):
+        raise ValueError(f"property: expected (key, value), not {prop!r}") from None
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"property: the key must be a non-empty str, not {key!r}")
+    if isinstance(value, RawJson):
+        try:
+            json.loads(value)
+        except ValueError:
+            raise ValueError(f"property {key!r}: {str(value)!r} is not JSON text") from None
+        return key, str(value)
+    try:
+        return key, json.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"property {key!r}: {value!r} cannot be written as JSON ({error})") from None
+
+
+def _as_list(items) -> list:
+    """One item (a message, or an ``(item, matched_at)`` pair) as a list of one; a list as is."""
+    if isinstance(items, Message):
+        return [items]
+    if isinstance(items, tuple) and len(items) == 2 and isinstance(items[1], int) and not isinstance(items[1], bool):
+        return [items]
+    return list(items)
+
+
+def _new_library_item(item) -> "pb.NewLibraryItem":
+    """A ``NewLibraryItem`` from what :meth:`Client.library_add` accepts."""
+    if isinstance(item, pb.NewLibraryItem):
+        return item
+    if isinstance(item, pb.MatchedMediaItem):
+        return pb.NewLibraryItem(item=item)
+    if isinstance(item, pb.MatchResult):
+        if item.outcome != pb.MATCH_OUTCOME_MATCH or not item.items:
+            raise ValueError("library_add: a MatchResult without a match has no item to add")
+        return pb.NewLibraryItem(item=item.items[0], matched_at_unix_ms=item.made_at_unix_ms)
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], pb.MatchedMediaItem):
+        return pb.NewLibraryItem(item=item[0], matched_at_unix_ms=int(item[1]))
+    raise TypeError(
+        "library_add: expected MatchedMediaItem, (MatchedMediaItem, matched_at_unix_ms), NewLibraryItem or"
+        f" MatchResult, not {type(item).__name__}"
+    )
 
 
 class Client:
@@ -345,19 +398,26 @@ class Client:
         heard. ``.state`` is the session's state (``pb.SESSION_STATE_PRERECORDING``…)."""
         return self.call(Methods.PREPARE, pb.PrepareRequest(), pb.PrepareResponse, timeout)
 
-    def match(self, timeout: Optional[float] = None) -> pb.MatchResult:
+    def match(self, timeout: Optional[float] = None, *, add_to_library: bool = False) -> pb.MatchResult:
         """Recognizer/Match: one result. Immediate when the session has prerecorded enough;
         otherwise the daemon listens up to the catalog's maximum query duration, so give an
-        unprepared session a timeout longer than that."""
-        return self.call(Methods.MATCH, pb.MatchRequest(), pb.MatchResult, timeout)
+        unprepared session a timeout longer than that.
 
-    def stream_matches(self, include_repeats: bool = False, timeout: Optional[float] = None) -> "ResponseStream":
+        ``add_to_library``: also add the top item to the caller's library in the same call.
+        ``.library`` (``LibraryAddStatus``) then says how that went: ``.code`` 0 (OK) with
+        ``.item_ids`` and ``.version``, or a status code and ``.message`` (FAILED_PRECONDITION
+        when there was no match to add). The match itself is answered either way."""
+        return self.call(Methods.MATCH, pb.MatchRequest(add_to_library=add_to_library), pb.MatchResult, timeout)
+
+    def stream_matches(
+        self, include_repeats: bool = False, timeout: Optional[float] = None, *, add_to_library: bool = False
+    ) -> "ResponseStream":
         """Recognizer/StreamMatches: a :class:`ResponseStream` of ``MatchResult`` as the programme
         plays (``include_repeats``: also results that repeat the previous item). Iterate it;
-        ``close()`` it (or use ``with``) to cancel."""
-        return self.stream(
-            Methods.STREAM_MATCHES, pb.StreamMatchesRequest(include_repeats=include_repeats), pb.MatchResult, timeout
-        )
+        ``close()`` it (or use ``with``) to cancel. ``add_to_library``: add each new match (not
+        repeats) to the caller's library; such results carry ``.library`` as in :meth:`match`."""
+        request = pb.StreamMatchesRequest(include_repeats=include_repeats, add_to_library=add_to_library)
+        return self.stream(Methods.STREAM_MATCHES, request, pb.MatchResult, timeout)
 
     def match_signature(
         self, signature: Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"], timeout: Optional[float] = None
@@ -596,6 +656,151 @@ class Client:
         """Cues/StreamCues: ``pb.CueEvent`` messages as they happen; the first has kind
         ``pb.CueEvent.KIND_STATE`` and carries ``.state`` (as :meth:`current_cues`)."""
         return self.stream(Methods.STREAM_CUES, pb.StreamCuesRequest(), pb.CueEvent, timeout)
+
+    # Library: each client keeps the items it matched, on the box. A library belongs to the
+    # caller's key (its allow-list name; "local", shared by everyone, when security is off):
+    # nobody sees or removes another owner's items. The viewer role is enough for library_add,
+    # library_items, library_remove and watch_library; library_owners, library_delete_owner,
+    # library_backup and reading another owner's items need admin. LibraryMirror (in
+    # earshot_client.library) keeps a local copy up to date with watch_library.
+
+    def library_add(self, items, timeout: Optional[float] = None) -> pb.LibraryWriteResponse:
+        """Library/Add: adds matched items to the caller's library, all or nothing; the reply
+        comes once the change is on disk. ``items``: one or a list of ``pb.MatchedMediaItem``
+        (as a match result gave it; matched "now"), ``(item, matched_at_unix_ms)`` pairs,
+        ``pb.NewLibraryItem`` or ``pb.MatchResult`` (its top item, matched at its
+        ``made_at_unix_ms``). The reply: ``.items`` as stored (with their ``.id``, in the order
+        given), ``.version`` and ``.item_count`` of the library after the change, and
+        ``.owner_hash`` (how notices on ``Topics.LIBRARY`` name this library).
+        INVALID_ARGUMENT names the first bad item (no catalog, confidence outside 0…1, custom
+        properties that are not a JSON object…): nothing is added then. RESOURCE_EXHAUSTED: the
+        library (or the box's disk) is full."""
+        request = pb.AddLibraryItemsRequest(items=[_new_library_item(i) for i in _as_list(items)])
+        return self.call(Methods.LIBRARY_ADD, request, pb.LibraryWriteResponse, timeout)
+
+    def library_items(
+        self,
+        page_size: int = 50,
+        page_token: str = "",
+        *,
+        catalog: str = "",
+        matched_from_ms: int = 0,
+        matched_before_ms: int = 0,
+        property: Optional[Tuple[str, object]] = None,
+        owner: str = "",
+        timeout: Optional[float] = None,
+    ) -> pb.LibraryItemsResponse:
+        """Library/Items: one page of the caller's items, newest match first. ``page_size``: 1 to
+        1000 (0: the daemon's 50); pass the reply's ``.next_page_token`` as ``page_token`` for
+        the next page (it is ``""`` on the last). Filters: ``catalog``; the match time
+        ``matched_from_ms`` ≤ t < ``matched_before_ms`` (Unix ms, 0 = open); ``property`` =
+        ``(key, value)`` of the media item's custom properties, compared as JSON: ``("genre",
+        "jazz")``, ``("season", 3)``, ``("live", True)`` — a Python value is ``json.dumps``-ed; for
+        JSON text as it is, pass ``RawJson('"jazz"')``. The reply also has the library's
+        ``.version``, ``.item_count``, ``.bytes`` and ``.owner_hash`` (all items, not only the
+        filtered ones). ``owner``: another owner's name (admin only, an export; others get
+        PERMISSION_DENIED). :meth:`library_all_items` pages through everything."""
+        request = pb.LibraryItemsRequest(
+            page_size=int(page_size),
+            page_token=page_token,
+            catalog=catalog,
+            matched_from_unix_ms=int(matched_from_ms),
+            matched_before_unix_ms=int(matched_before_ms),
+            owner=owner,
+        )
+        if property is not None:
+            request.property_key, request.property_value_json = _property_filter(property)
+        return self.call(Methods.LIBRARY_ITEMS, request, pb.LibraryItemsResponse, timeout)
+
+    def library_all_items(
+        self,
+        page_size: int = 200,
+        *,
+        catalog: str = "",
+        matched_from_ms: int = 0,
+        matched_before_ms: int = 0,
+        property: Optional[Tuple[str, object]] = None,
+        owner: str = "",
+        timeout: Optional[float] = None,
+        pages: Optional[List[pb.LibraryItemsResponse]] = None,
+    ) -> Iterator[pb.LibraryItem]:
+        """Every matching item (``pb.LibraryItem``), newest match first, read a page of
+        ``page_size`` at a time as the generator is iterated (arguments as for
+        :meth:`library_items`). Paging goes by position (match time), so items added or removed
+        meanwhile never make another item appear twice or be skipped; the pages may come from
+        different versions, though: to mirror a library, follow up with :meth:`watch_library`
+        from the *first* page's version (``pages``, a list, receives each reply; or use
+        :class:`~earshot_client.LibraryMirror`, which does this)."""
+        token = ""
+        while True:
+            page = self.library_items(
+                page_size,
+                token,
+                catalog=catalog,
+                matched_from_ms=matched_from_ms,
+                matched_before_ms=matched_before_ms,
+                property=property,
+                owner=owner,
+                timeout=timeout,
+            )
+            if pages is not None:
+                pages.append(page)
+            yield from page.items
+            token = page.next_page_token
+            if not token:
+                return
+
+    def library_remove(self, ids, timeout: Optional[float] = None) -> pb.LibraryWriteResponse:
+        """Library/Remove: removes items by id (a str or a list; ``pb.LibraryItem`` works too),
+        all or nothing: an id that is not one of the caller's items (unknown, or another
+        owner's) fails the call with NOT_FOUND and nothing is removed. The reply has the
+        ``.version`` and ``.item_count`` after the change."""
+        if isinstance(ids, (str, pb.LibraryItem)):
+            ids = [ids]
+        request = pb.RemoveLibraryItemsRequest(ids=[i.id if isinstance(i, pb.LibraryItem) else str(i) for i in ids])
+        return self.call(Methods.LIBRARY_REMOVE, request, pb.LibraryWriteResponse, timeout)
+
+    def watch_library(self, from_version: int = 0, timeout: Optional[float] = None) -> "ResponseStream":
+        """Library/WatchLibrary: a :class:`ResponseStream` of ``pb.LibraryChange``. First every
+        change after ``from_version`` (the last version you applied; 0 = from the oldest change
+        kept), oldest first; then one ``KIND_CURRENT`` (you are at its ``.version``); then each
+        change as it commits. Kinds: ``KIND_ADDED`` (``.item_ids``, and ``.items`` for those
+        still in the library), ``KIND_REMOVED`` (``.item_ids``), ``KIND_CLEARED`` (an admin
+        deleted all the items), ``KIND_RESYNC`` (the change log does not reach back to
+        ``from_version``: read the items again with :meth:`library_all_items`; changes go on from
+        its ``.version``). Every change has ``.version`` (one more than the one before) and
+        ``.item_count`` (the items when it was sent). After a disconnect, watch again from the
+        last version applied: nothing is missed or repeated. :class:`~earshot_client.LibraryMirror`
+        does all of this."""
+        return self.stream(
+            Methods.WATCH_LIBRARY, pb.WatchLibraryRequest(from_version=int(from_version)), pb.LibraryChange, timeout
+        )
+
+    def library_owners(self, timeout: Optional[float] = None) -> List[pb.LibraryOwner]:
+        """Library/ListOwners (admin): every owner that has a library, by name, with its
+        ``.owner_hash``, ``.version``, ``.item_count``, ``.bytes``, ``.changed_at_unix_ms`` and
+        ``.allowed`` (False once its key left the allow-list: its items stay until
+        :meth:`library_delete_owner`)."""
+        return list(
+            self.call(
+                Methods.LIBRARY_LIST_OWNERS, pb.ListLibraryOwnersRequest(), pb.ListLibraryOwnersResponse, timeout
+            ).owners
+        )
+
+    def library_delete_owner(self, owner: str, timeout: Optional[float] = None) -> pb.LibraryWriteResponse:
+        """Library/DeleteOwner (admin): deletes every item of ``owner`` (an allow-list name, as
+        :meth:`library_owners` lists them); its watchers see one ``KIND_CLEARED`` change.
+        NOT_FOUND when that owner has no library."""
+        return self.call(
+            Methods.LIBRARY_DELETE_OWNER, pb.DeleteLibraryOwnerRequest(owner=owner), pb.LibraryWriteResponse, timeout
+        )
+
+    def library_backup(self, timeout: Optional[float] = None) -> pb.LibraryBackupResponse:
+        """Library/Backup (admin): the daemon writes a consistent copy of the whole library
+        database on its box (in ``<state>/library-backups/``; the newest copies are kept) while
+        it goes on serving. The reply: ``.path`` on the box, ``.bytes``, ``.sha256`` (hex),
+        ``.owners`` and ``.items`` in the copy."""
+        return self.call(Methods.LIBRARY_BACKUP, pb.LibraryBackupRequest(), pb.LibraryBackupResponse, timeout)
 
     def health(self, service: str = "", timeout: Optional[float] = None) -> int:
         """Health/Check: the serving status (``pb.SERVING_STATUS_SERVING``…) of ``service``

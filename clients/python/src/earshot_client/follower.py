@@ -68,6 +68,10 @@ class FollowerState:
     #: Catalogs as ``catalog`` events of this epoch announced them (name → summary: loaded,
     #: installed, replaced, enabled, disabled or failed; removed ones are dropped).
     catalogs: Dict[str, pb.CatalogSummary] = dataclasses.field(default_factory=dict)
+    #: Library notices of this epoch: owner hash → its last ``pb.LibraryNotice`` (version,
+    #: item count, the kind of change and how many items it changed — never what they are),
+    #: the owner that changed most recently last.
+    library: Dict[str, pb.LibraryNotice] = dataclasses.field(default_factory=dict)
 
     @property
     def state(self) -> int:
@@ -83,6 +87,11 @@ class FollowerState:
     def capture_problem(self) -> str:
         return self.session.capture_problem
 
+    @property
+    def last_library_notice(self) -> Optional[pb.LibraryNotice]:
+        """The latest library notice (any owner), or None before one."""
+        return next(reversed(self.library.values())) if self.library else None
+
     def offset_now(self, now_unix_ms: Optional[float] = None) -> Optional[float]:
         """The current item's offset advanced to now (None without a current item)."""
         if self.current_item is None:
@@ -96,7 +105,7 @@ class Update:
 
     ``kind``: ``"snapshot"`` (a new snapshot was taken; ``reason`` says why: ``"start"``, a gap,
     an epoch change, a heartbeat timeout…), ``"session"``, ``"match"``, ``"catalog"``,
-    ``"health"`` (an event applied; ``event`` is it), or ``"error"`` (the snapshot call failed:
+    ``"health"``, ``"library"`` (an event applied; ``event`` is it), or ``"error"`` (the snapshot call failed:
     ``error``; the follower retries, ``state`` is the last known one or None).
     """
 
@@ -275,6 +284,7 @@ class StateFollower:
             current_item_at_ms=snapshot.taken_at_unix_ms if item is not None else 0,
             health=previous.health if same_epoch else None,
             catalogs=dict(previous.catalogs) if same_epoch else {},
+            library=dict(previous.library) if same_epoch else {},
         )
         return Update("snapshot", self.state, reason=reason)
 
@@ -354,6 +364,12 @@ class StateFollower:
                 elif change.kind in _CATALOG_SUMMARY_KINDS:
                     catalogs[change.catalog.name] = change.catalog
             state = dataclasses.replace(state, catalogs=catalogs)
+        elif body == "library":
+            library = dict(state.library)
+            notice = event.library
+            library.pop(notice.owner_hash, None)  # re-inserted last: the most recent change
+            library[notice.owner_hash] = notice
+            state = dataclasses.replace(state, library=library)
         else:
             return None  # a body this client does not know (added later): nothing to apply
         self.state = state
