@@ -28,6 +28,8 @@ final class LibraryService: Sendable {
     private let allowedNames: @Sendable () -> Set<String>?
     private let watchers = Locked<[String: [Int: AsyncStream<Void>.Continuation]]>([:])
     private let nextWatcherID = Atomic<Int>(0)
+    /// A watcher more changes behind than this is told to resync instead of sent them all.
+    static let maximumBacklog: UInt64 = 1000
     /// Backups kept in `backupFolder`; older ones are removed after a new one is written.
     static let backupsKept = 5
 
@@ -59,7 +61,7 @@ final class LibraryService: Sendable {
             let owner = Self.owner(of: call)
             try checkSpace()
             let commit = try await library { db throws(LibraryError) in try db.remove(request.ids, owner: owner, nowMs: Self.nowMs()) }
-            return await committed(commit)
+            return committed(commit)
         }
         server.register(streaming: Methods.Library.watchLibrary, role: .viewer) { [self] request, call, writer throws(RpcError) in
             try await watch(from: request.fromVersion, owner: Self.owner(of: call), call: call, writer: writer)
@@ -87,7 +89,7 @@ final class LibraryService: Sendable {
             guard !request.owner.isEmpty else { throw RpcError(.invalidArgument, "owner: which owner's items to delete") }
             let commit = try await library { db throws(LibraryError) in try db.deleteOwner(request.owner, nowMs: Self.nowMs()) }
             logger.notice("library: \(Self.owner(of: call)) deleted the \(commit.change.version > 0 ? "items" : "library") of \(request.owner)")
-            return await committed(commit)
+            return committed(commit)
         }
         server.register(Methods.Library.backup, role: .admin) { [self] _, call throws(RpcError) in
             try await backup(by: Self.owner(of: call))
@@ -107,7 +109,7 @@ final class LibraryService: Sendable {
         try checkSpace()
         let batch = entries
         let commit = try await library { db throws(LibraryError) in try db.add(batch, owner: owner, nowMs: now) }
-        return await committed(commit)
+        return committed(commit)
     }
 
     /// Adds the top item of `result` to `owner`'s library (Match / StreamMatches with
@@ -208,6 +210,9 @@ final class LibraryService: Sendable {
 
     // MARK: Watch
 
+    /// Changes after a version with the items they added (nil: resync), and the owner now.
+    private typealias Backlog = (changes: [(LibraryChange, [LibraryItem])]?, owner: LibraryOwner)
+
     private func watch(from version: UInt64, owner: String, call: RpcCall,
                        writer: RpcStreamWriter<Earshot_V1_LibraryChange>) async throws(RpcError) {
         // Registered before the first read: a commit after that read still wakes this stream.
@@ -220,13 +225,16 @@ final class LibraryService: Sendable {
         var caughtUp = false
         while !Task.isCancelled {
             let start = at
-            let (changes, state) = try await library(read: true) { db throws(LibraryError) in
-                let changes = try db.changes(owner: owner, after: start, limit: 200)
+            let (changes, state) = try await library(read: true) { db throws(LibraryError) -> Backlog in
+                // Further behind than a stream should carry: re-reading the items (paged) is cheaper.
+                let now = try db.owner(named: owner)
+                if now.version > start, now.version - start > Self.maximumBacklog { return (nil, now) }
+                guard let changes = try db.changes(owner: owner, after: start, limit: 200) else { return (nil, now) }
                 var withItems: [(LibraryChange, [LibraryItem])] = []
-                for c in changes ?? [] {
+                for c in changes {
                     withItems.append((c, c.kind == .added ? try db.items(owner: owner, ids: c.itemIDs) : []))
                 }
-                return (changes == nil ? nil : withItems, try db.owner(named: owner))
+                return (withItems, try db.owner(named: owner))
             }
             guard let changes else {
                 var resync = Earshot_V1_LibraryChange()
@@ -294,8 +302,8 @@ final class LibraryService: Sendable {
     // MARK: Helpers
 
     /// After a commit: the notice on library/, the owner's watchers woken, and the reply.
-    private func committed(_ commit: LibraryCommit) async -> Earshot_V1_LibraryWriteResponse {
-        let hash = (try? await library(read: true) { db throws(LibraryError) in db.ownerHash(commit.owner.name) }) ?? ""
+    private func committed(_ commit: LibraryCommit) -> Earshot_V1_LibraryWriteResponse {
+        let hash = store.ownerHash(commit.owner.name)
         var notice = Earshot_V1_LibraryNotice()
         notice.ownerHash = hash
         notice.version = commit.change.version

@@ -61,6 +61,11 @@ final class LibraryStore: Sendable {
         return problem
     }
 
+    /// How notices name `owner` (the salt is fixed once the database is open: no queue needed).
+    func ownerHash(_ owner: String) -> String {
+        writer?.ownerHash(owner) ?? ""
+    }
+
     /// Runs `body` with the writing connection, on the write queue.
     func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
         try await run(on: writeQueue, writer, body)

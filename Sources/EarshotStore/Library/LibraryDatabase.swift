@@ -84,7 +84,8 @@ public final class LibraryDatabase: @unchecked Sendable {
     }
 
     /// The name others see for `owner` on the PUB socket: a salted hash (the salt is this
-    /// database's own and never leaves it), so notices do not tell who owns what.
+    /// database's own and never leaves it), so notices do not tell who owns what. Reads only
+    /// the salt, fixed at open: safe from any thread.
     public func ownerHash(_ owner: String) -> String {
         var h = SHA256()
         h.update(salt)

@@ -1,5 +1,6 @@
 """In-test stand-ins for earshotd: a ROUTER that speaks the EARSHOT/1 envelope protocol (in a
-thread) and an XPUB that publishes EventEnvelopes the way the daemon does."""
+thread), an XPUB that publishes EventEnvelopes the way the daemon does, and a library with a
+change log served on the ROUTER."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import zmq
 
-from earshot_client import SIGNATURE, StatusCode, Topics, pb
+from earshot_client import SIGNATURE, Methods, StatusCode, Topics, pb
 
 Action = Tuple
 
@@ -317,3 +318,165 @@ def matched(
         items=[item],
         made_at_unix_ms=int(time.time() * 1000) if made_at_ms is None else made_at_ms,
     )
+
+
+class FakeLibrary:
+    """One owner's library as earshotd keeps it — items, a version, a change log that may be
+    trimmed (``trim(n)`` keeps the last n changes) — served on a :class:`FakeServer` (Add,
+    Items, Remove, WatchLibrary). ``add``/``remove``/``clear`` change it from the test (as
+    another connection would); a watch sends the backlog, CURRENT, then live changes.
+    ``drop_watch_after = n``: the next watch ends with UNAVAILABLE after n messages (a lost
+    daemon)."""
+
+    OWNER_HASH = "0123456789abcdef01234567"
+
+    def __init__(self, server: Optional[FakeServer] = None) -> None:
+        self.items: Dict[str, Tuple[int, pb.LibraryItem]] = {}  # id -> (sequence, item)
+        self.version = 0
+        self.log: List[pb.LibraryChange] = []  # kept changes, oldest first
+        self.watches: List[int] = []  # from_version of each watch asked for
+        self.drop_watch_after: Optional[int] = None
+        self._sequence = 0
+        self._lock = threading.Lock()
+        if server is not None:
+            self.serve(server)
+
+    def serve(self, server: FakeServer) -> None:
+        server.handlers[Methods.LIBRARY_ADD] = lambda env: unary(
+            self.add(*pb.AddLibraryItemsRequest.FromString(env.payload).items)
+        )
+        server.handlers[Methods.LIBRARY_REMOVE] = self._remove_handler
+        server.handlers[Methods.LIBRARY_ITEMS] = lambda env: unary(
+            self.page(pb.LibraryItemsRequest.FromString(env.payload))
+        )
+        server.handlers[Methods.WATCH_LIBRARY] = self._watch
+
+    # -- changes, as the daemon commits them ---------------------------------------------------
+
+    def add(self, *new, title: str = "") -> pb.LibraryWriteResponse:
+        """Adds items (``pb.NewLibraryItem``, or titles as str) in one change."""
+        with self._lock:
+            now = int(time.time() * 1000)
+            stored = []
+            for n in new:
+                if isinstance(n, str):
+                    n = pb.NewLibraryItem(item=pb.MatchedMediaItem(media_item=pb.MediaItem(id=n, title=n), catalog="demo"))
+                self._sequence += 1
+                item = pb.LibraryItem(
+                    id=f"{self._sequence:032x}",
+                    item=n.item,
+                    matched_at_unix_ms=n.matched_at_unix_ms or now,
+                    added_at_unix_ms=now,
+                )
+                self.items[item.id] = (self._sequence, item)
+                stored.append(item)
+            change = self._record(pb.LibraryChange.KIND_ADDED, [i.id for i in stored])
+            return self._reply(change, stored)
+
+    def remove(self, *ids: str) -> pb.LibraryWriteResponse:
+        with self._lock:
+            missing = [i for i in ids if i not in self.items]
+            if missing:
+                raise KeyError(missing[0])
+            for i in ids:
+                del self.items[i]
+            return self._reply(self._record(pb.LibraryChange.KIND_REMOVED, list(ids)))
+
+    def clear(self) -> pb.LibraryWriteResponse:
+        with self._lock:
+            self.items.clear()
+            return self._reply(self._record(pb.LibraryChange.KIND_CLEARED, []))
+
+    def trim(self, keep: int) -> None:
+        """Keeps only the last ``keep`` changes in the log (a watch from before gets RESYNC)."""
+        with self._lock:
+            self.log = self.log[-keep:] if keep else []
+
+    def ids(self) -> set:
+        with self._lock:
+            return set(self.items)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def page(self, request: pb.LibraryItemsRequest) -> pb.LibraryItemsResponse:
+        with self._lock:
+            ordered = sorted(self.items.values(), key=lambda e: (e[1].matched_at_unix_ms, e[0]), reverse=True)
+            if request.page_token:
+                matched, sequence = (int(x) for x in request.page_token.split(":"))
+                ordered = [e for e in ordered if (e[1].matched_at_unix_ms, e[0]) < (matched, sequence)]
+            size = request.page_size or 50
+            page, rest = ordered[:size], ordered[size:]
+            token = f"{page[-1][1].matched_at_unix_ms}:{page[-1][0]}" if rest else ""
+            return pb.LibraryItemsResponse(
+                items=[e[1] for e in page],
+                next_page_token=token,
+                version=self.version,
+                item_count=len(self.items),
+                owner_hash=self.OWNER_HASH,
+            )
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _record(self, kind: int, ids: List[str]) -> pb.LibraryChange:
+        self.version += 1
+        change = pb.LibraryChange(kind=kind, version=self.version, item_ids=ids, at_unix_ms=int(time.time() * 1000))
+        self.log.append(change)
+        return change
+
+    def _reply(self, change: pb.LibraryChange, items=()) -> pb.LibraryWriteResponse:
+        return pb.LibraryWriteResponse(
+            version=change.version, items=list(items), item_count=len(self.items), owner_hash=self.OWNER_HASH
+        )
+
+    def _remove_handler(self, env) -> Iterator[Action]:
+        try:
+            reply = self.remove(*pb.RemoveLibraryItemsRequest.FromString(env.payload).ids)
+        except KeyError as missing:
+            yield ("end", StatusCode.NOT_FOUND, f"no item {missing.args[0]} in your library", None)
+            return
+        yield ("end", StatusCode.OK, "", reply)
+
+    def _changes_after(self, version: int):
+        """(changes as sent, item count), or (None, count) when the log does not reach back."""
+        with self._lock:
+            count = len(self.items)
+            if version == self.version:
+                return [], count
+            kept = [c for c in self.log if c.version > version]
+            if version > self.version or not kept or kept[0].version != version + 1:
+                return None, count
+            out = []
+            for c in kept:
+                m = pb.LibraryChange()
+                m.CopyFrom(c)
+                m.item_count = count
+                if c.kind == pb.LibraryChange.KIND_ADDED:
+                    m.items.extend(self.items[i][1] for i in c.item_ids if i in self.items)
+                out.append(m)
+            return out, count
+
+    def _watch(self, env) -> Iterator[Action]:
+        at = pb.WatchLibraryRequest.FromString(env.payload).from_version
+        self.watches.append(at)
+        drop_after, self.drop_watch_after = self.drop_watch_after, None
+        sent = 0
+        caught_up = False
+        while True:
+            changes, count = self._changes_after(at)
+            if changes is None:
+                with self._lock:
+                    at = self.version
+                changes = [pb.LibraryChange(kind=pb.LibraryChange.KIND_RESYNC, version=at, item_count=count)]
+            else:
+                if changes:
+                    at = changes[-1].version
+                if not caught_up:
+                    caught_up = True
+                    changes.append(pb.LibraryChange(kind=pb.LibraryChange.KIND_CURRENT, version=at, item_count=count))
+            for m in changes:
+                if drop_after is not None and sent >= drop_after:
+                    yield ("end", StatusCode.UNAVAILABLE, "the daemon went away", None)
+                    return
+                yield ("message", m)
+                sent += 1
+            yield ("sleep", 0.01)
