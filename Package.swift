@@ -116,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "earshot-bench",
             dependencies: ["EarshotCore", "EarshotAudio", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
-                           "EarshotWire", "EarshotTransport", "EarshotTestSupport", "CMallocCounter", "CZMQ"],
+                           "EarshotWire", "EarshotTransport", "EarshotTestSupport", "CMallocCounter", "CZMQ", "SQLite"],
             path: "benchmarks/Sources/earshot-bench"
         ),
 

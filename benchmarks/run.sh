@@ -4,6 +4,7 @@
 #   benchmarks/run.sh                 # recognition + scale (about 5–10 minutes on 2 cores)
 #   benchmarks/run.sh recognition     # or: scale; any earshot-bench options may follow,
 #   benchmarks/run.sh all --quick     #     e.g. --quick, --queries 200, --seed 7
+#   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
 #
 # Installs what is missing (lame, sox, libsox-fmt-all from Debian), fetches the corpus into
 # benchmarks/cache (git-ignored), builds earshot-bench in release mode and runs it.
@@ -11,19 +12,23 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+mkdir -p "$root/benchmarks/cache"
 
-need=()
-command -v lame >/dev/null || need+=(lame)
-command -v sox >/dev/null || need+=(sox)
-dpkg -s libsox-fmt-all >/dev/null 2>&1 || need+=(libsox-fmt-all)
-if ((${#need[@]})); then
-    echo "installing: ${need[*]}"
-    sudo=""
-    [[ $(id -u) -ne 0 ]] && sudo="sudo"
-    $sudo apt-get install -y "${need[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${need[@]}"; }
+# `library` measures earshotd's database, not recognition: no tools, no corpus.
+if [[ "${1:-}" != library ]]; then
+    need=()
+    command -v lame >/dev/null || need+=(lame)
+    command -v sox >/dev/null || need+=(sox)
+    dpkg -s libsox-fmt-all >/dev/null 2>&1 || need+=(libsox-fmt-all)
+    if ((${#need[@]})); then
+        echo "installing: ${need[*]}"
+        sudo=""
+        [[ $(id -u) -ne 0 ]] && sudo="sudo"
+        $sudo apt-get install -y "${need[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${need[@]}"; }
+    fi
+
+    scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
 fi
-
-scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
 
 swift build -c release --product earshot-bench
 swift build -c release --product earshotd

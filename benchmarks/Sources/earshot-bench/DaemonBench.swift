@@ -116,10 +116,7 @@ enum DaemonBenchmark {
             try "\(keys.publicKey) bench operator\n".write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme, settings: ["--session.follow=false"])
             defer { daemon.stop() }
-            let serverKey = try String(contentsOfFile: "\(state)/server.public", encoding: .utf8)
-                .split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init) ?? ""
-            var configuration = RpcClient.Configuration()
-            configuration.security = ClientSecurity(serverPublicKey: serverKey, keyPair: keys)
+            let configuration = try DaemonProcess.curveConfiguration(state: state, keys: keys)
             let client = try RpcClient(endpoint: daemon.rpc, configuration: configuration)
             defer { client.close() }
             Thread.sleep(forTimeInterval: 5)
@@ -248,12 +245,31 @@ final class DaemonProcess {
         return path
     }
 
-    /// A fresh state folder holding `catalog` as its only catalog.
-    static func stateFolder(in workDirectory: String, named name: String, catalog: String) throws -> String {
+    /// A fresh state folder holding `catalog` as its only catalog (none when nil).
+    static func stateFolder(in workDirectory: String, named name: String, catalog: String?) throws -> String {
         let state = "\(workDirectory)/\(name)"
         try FileManager.default.createDirectory(atPath: "\(state)/catalogs", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: catalog, toPath: "\(state)/catalogs/corpus.earcat")
+        if let catalog { try FileManager.default.copyItem(atPath: catalog, toPath: "\(state)/catalogs/corpus.earcat") }
         return state
+    }
+
+    /// Writes `<state>/clients.allow`: one "<public key> <name> <role>" line per client.
+    static func writeAllowList(state: String, _ clients: [(keys: CurveKeyPair, name: String, role: String)]) throws {
+        try clients.map { "\($0.keys.publicKey) \($0.name) \($0.role)\n" }.joined()
+            .write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
+    }
+
+    /// The daemon's CURVE public key, from the `<state>/server.public` it writes at start.
+    static func serverPublicKey(state: String) throws -> String {
+        try String(contentsOfFile: "\(state)/server.public", encoding: .utf8)
+            .split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init) ?? ""
+    }
+
+    /// A client configuration with CURVE on, as `keys`, for the daemon of `state`.
+    static func curveConfiguration(state: String, keys: CurveKeyPair) throws -> RpcClient.Configuration {
+        var configuration = RpcClient.Configuration()
+        configuration.security = ClientSecurity(serverPublicKey: try serverPublicKey(state: state), keyPair: keys)
+        return configuration
     }
 
     let process = Process()

@@ -48,8 +48,7 @@ enum HostileBenchmark {
         let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme, settings: ["--session.follow=false"],
                                        fileLimit: fileLimit)
         defer { daemon.stop() }
-        let serverKey = try String(contentsOfFile: "\(state)/server.public", encoding: .utf8)
-            .split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init) ?? ""
+        let serverKey = try DaemonProcess.serverPublicKey(state: state)
         let security = { (keys: CurveKeyPair) in ClientSecurity(serverPublicKey: serverKey, keyPair: keys) }
         var configuration = RpcClient.Configuration()
         configuration.security = security(admin)

@@ -208,8 +208,7 @@ enum HotloadBenchmark {
         let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
                                        settings: ["--session.follow=false", "--catalogs.max_upload_bytes=\(max(512 << 20, 2 * r.bigBytes))"])
         defer { daemon.stop() }
-        let serverKey = try String(contentsOfFile: "\(state)/server.public", encoding: .utf8)
-            .split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init) ?? ""
+        let serverKey = try DaemonProcess.serverPublicKey(state: state)
         var adminConfiguration = RpcClient.Configuration()
         adminConfiguration.security = ClientSecurity(serverPublicKey: serverKey, keyPair: admin)
         let adminClient = try RpcClient(endpoint: daemon.rpc, configuration: adminConfiguration)

@@ -2,7 +2,7 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, cues, all, probe = "_probe" }
+    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, cues, library, all, probe = "_probe" }
 
     var command: Command = .recognition
     var root: String = ""
@@ -36,7 +36,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|cues|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|cues|library|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -55,6 +55,9 @@ struct Options {
                         install-to-first-match of a ~125-hour catalog (about 2½ minutes)
           cues          cue firing against the programme's true timeline (issue 14): 10 min, 60
                         cues, at 1.00 and +4 % with noise, seeks, a lost programme
+          library       earshotd's Library service (SQLite, full sync) over CURVE: one item per
+                        Add, first pages of a 10 000-item library, 100 clients adding at once
+                        with every acknowledged id checked; no corpus needed (about 1 minute)
           all           all of them except hotload (run it on its own)
 
         options:
@@ -90,7 +93,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "all", "_probe": o.command = Command(rawValue: arg)!
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

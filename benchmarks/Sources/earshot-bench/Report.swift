@@ -44,19 +44,21 @@ struct RunEnvironment {
             "build: \(swift), release (-c release)",
             "commit: \(commit)",
             "load average: \(loadAverage)",
+        ] + (options.command == .library ? [] : [
             "seed: \(options.seed); queries per condition: \(options.queriesPerCondition) positive, \(options.negativesPerCondition) negative",
-        ]
+        ])
     }
 }
 
 enum Report {
     /// "recut" holds before/after comparisons of two builds (issue 12); no run writes it, every
     /// run keeps it.
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload", "cues", "recut"]
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, cues: CueReport? = nil, previous: String?) -> String {
+                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, cues: CueReport? = nil, library: LibraryReport? = nil,
+                       previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
             fresh["conditions"] = conditions(env)
@@ -86,6 +88,10 @@ enum Report {
         if let cues {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["cues"] = CueBenchmark.section(env, cues)
+        }
+        if let library {
+            // The library section carries its own conditions (it needs no corpus).
+            fresh["library"] = librarySection(env, library)
         }
         var out = """
             # Earshot benchmark results

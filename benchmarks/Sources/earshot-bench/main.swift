@@ -35,15 +35,19 @@ func runBenchmarks(_ options: Options) throws {
     say("earshot-bench \(options.command.rawValue)")
     for line in env.conditionLines() { say("  " + line) }
 
-    let corpus = options.synthetic ? Corpus.synthetic() : try Corpus.load(directory: options.corpus, useCache: options.decodeCache)
-    env.corpus = corpus
-    say(String(format: "corpus: %d files, %@ (%@), decoded to mono 16 kHz in %.1f s (%d files from the decode cache)",
-               corpus.files.count, Fmt.duration(corpus.totalDuration) as NSString, corpus.description as NSString,
-               corpus.decodeSeconds, corpus.filesFromCache))
-    for s in corpus.skipped { say("  skipped \(s)") }
+    // Every benchmark but the library's works on the corpus and its catalog.
+    var prepared: Prepared!
+    if options.command != .library {
+        let corpus = options.synthetic ? Corpus.synthetic() : try Corpus.load(directory: options.corpus, useCache: options.decodeCache)
+        env.corpus = corpus
+        say(String(format: "corpus: %d files, %@ (%@), decoded to mono 16 kHz in %.1f s (%d files from the decode cache)",
+                   corpus.files.count, Fmt.duration(corpus.totalDuration) as NSString, corpus.description as NSString,
+                   corpus.decodeSeconds, corpus.filesFromCache))
+        for s in corpus.skipped { say("  skipped \(s)") }
 
-    let prepared = try Preparation.run(options: options, corpus: corpus, workDirectory: work)
-    env.prepared = prepared
+        prepared = try Preparation.run(options: options, corpus: corpus, workDirectory: work)
+        env.prepared = prepared
+    }
 
     var recognition: [ConditionReport]?
     if options.command == .recognition || options.command == .all {
@@ -75,9 +79,14 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .cues || options.command == .all {
         cues = try CueBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var library: LibraryReport?
+    if options.command == .library || options.command == .all {
+        library = try LibraryBenchmark.run(options: options, workDirectory: work)
+    }
     env.totalSeconds = Clock.now() - t0
     let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon, hostile: hostile,
-                                 hotload: hotload, cues: cues, previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
+                                 hotload: hotload, cues: cues, library: library,
+                                 previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)
     if options.write {
