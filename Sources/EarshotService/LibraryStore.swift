@@ -1,4 +1,5 @@
 import EarshotStore
+import EarshotSync
 import EarshotSystem
 import Foundation
 import Logging
@@ -23,7 +24,7 @@ final class LibraryStore: Sendable {
         var reader: LibraryDatabase?
         var problem: LibraryError?
         do throws(LibraryError) {
-            let w = try LibraryDatabase(path: path, limits: limits, maximumDatabaseBytes: maximumDatabaseBytes)
+            let w = try LibraryDatabase(path: path, limits: limits, maximumDatabaseBytes: maximumDatabaseBytes, callerCheckpoints: true)
             reader = try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false)
             writer = w
         } catch where error.kind == .dataLoss {
@@ -66,21 +67,73 @@ final class LibraryStore: Sendable {
         writer?.ownerHash(owner) ?? ""
     }
 
-    /// Runs `body` with the writing connection, on the write queue.
+    /// Runs `body` (one write of `LibraryDatabase`) with the writing connection, and returns
+    /// once it is committed and synced. Writes that arrive while one commits wait and then
+    /// commit together in one transaction (group commit): one sync for all, each still all or
+    /// nothing in its savepoint. With many clients at once, latency is then one sync, not one
+    /// per client queued ahead.
     func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
-        try await run(on: writeQueue, writer, body)
+        guard let writer else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
+            let job = WriteJob(
+                run: { db in
+                    let outcome: Result<T, LibraryError>
+                    do throws(LibraryError) { outcome = .success(try body(db)) } catch { outcome = .failure(error) }
+                    // Resumed once the transaction's fate is known: a failed commit fails every write in it.
+                    return { commitFailure in continuation.resume(returning: commitFailure.map { .failure($0) } ?? outcome) }
+                },
+                fail: { continuation.resume(returning: .failure($0)) })
+            let first = pending.withLock { $0.append(job); return $0.count == 1 }
+            if first { writeQueue.async { self.commitPending(writer) } }
+        }
+        return try result.get()
+    }
+
+    /// A write waiting for the next group commit.
+    private struct WriteJob: Sendable {
+        /// Applies the write; returns what finishes it once the commit succeeded (nil) or failed.
+        let run: @Sendable (LibraryDatabase) -> @Sendable (LibraryError?) -> Void
+        /// Fails it without running it (the transaction could not begin).
+        let fail: @Sendable (LibraryError) -> Void
+    }
+
+    private let pending = Locked<[WriteJob]>([])
+    /// Commits since the last checkpoint.
+    private let commitsSinceCheckpoint = Locked(0)
+    /// A passive checkpoint after this many commits keeps the WAL short.
+    private static let checkpointEvery = 100
+
+    /// On the write queue: every waiting write in one transaction, then their replies, then
+    /// (sometimes) a checkpoint, which no reply waits for.
+    private func commitPending(_ db: LibraryDatabase) {
+        let jobs = pending.withLock { p in
+            defer { p.removeAll() }
+            return p
+        }
+        var finishers: [@Sendable (LibraryError?) -> Void] = []
+        do throws(LibraryError) {
+            try db.transaction { () throws(LibraryError) in
+                for job in jobs { finishers.append(job.run(db)) }
+            }
+            for finish in finishers { finish(nil) }
+        } catch {
+            for finish in finishers { finish(error) }
+            for job in jobs.dropFirst(finishers.count) { job.fail(error) }
+        }
+        let due = commitsSinceCheckpoint.withLock { n in
+            n += 1
+            if n < Self.checkpointEvery { return false }
+            n = 0
+            return true
+        }
+        if due { try? db.checkpoint() }
     }
 
     /// Runs `body` with the reading connection, on the read queue.
     func read<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
-        try await run(on: readQueue, reader, body)
-    }
-
-    private func run<T: Sendable>(on queue: DispatchQueue, _ database: LibraryDatabase?,
-                                  _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
-        guard let database else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        guard let database = reader else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
-            queue.async {
+            readQueue.async {
                 do throws(LibraryError) { continuation.resume(returning: .success(try body(database))) } catch {
                     continuation.resume(returning: .failure(error))
                 }

@@ -20,9 +20,10 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// Opens (creating when missing, unless `readOnly`) and checks the database: `quick_check`
     /// must pass (unless `verify` is false: a second connection to a file just checked), then
     /// missing migrations run. A damaged or foreign file fails with `.dataLoss` and is left
-    /// where it is: `setAside(_:stamp:)` moves it.
+    /// where it is: `setAside(_:stamp:)` moves it. With `callerCheckpoints`, commits never copy
+    /// the WAL into the database file themselves: the caller runs `checkpoint()` between writes.
     public init(path: String, limits: LibraryLimits = LibraryLimits(), maximumDatabaseBytes: Int? = nil,
-                readOnly: Bool = false, verify: Bool = true) throws(LibraryError) {
+                readOnly: Bool = false, verify: Bool = true, callerCheckpoints: Bool = false) throws(LibraryError) {
         self.path = path
         self.limits = limits
         do {
@@ -46,7 +47,8 @@ public final class LibraryDatabase: @unchecked Sendable {
                 if case .text(let mode)? = try db.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() != "wal" {
                     throw LibraryError(.unavailable, "the library database \(path) cannot use WAL mode (journal mode \(mode))")
                 }
-                try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+                try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 8388608")
+                if callerCheckpoints { try db.execute("PRAGMA wal_autocheckpoint = 0") }
                 if let maximumDatabaseBytes {
                     let pageSize: Int64 = if case .integer(let p)? = try db.scalar("PRAGMA page_size") { p } else { 4096 }
                     try db.execute("PRAGMA max_page_count = \(max(1, Int64(maximumDatabaseBytes) / pageSize))")
@@ -315,9 +317,41 @@ public final class LibraryDatabase: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed (and synced) when it returns,
-    /// rolled back when it throws.
+    /// Runs several writes as one transaction (group commit: one sync for all). Each write inside
+    /// stays all or nothing on its own, in a savepoint: one that fails is undone and the others
+    /// go on. Nothing is durable until this returns; if it throws, none of them happened.
+    public func transaction(_ body: () throws(LibraryError) -> Void) throws(LibraryError) {
+        try sql { () throws(SQLiteError) in try db.execute("BEGIN IMMEDIATE") }
+        do {
+            try body()
+            try sql { () throws(SQLiteError) in try db.execute("COMMIT") }
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Copies the WAL's committed pages into the database file when no reader needs them
+    /// (`wal_checkpoint(PASSIVE)`). Opened with `callerCheckpoints`, the writer never checkpoints
+    /// inside a commit, so no call pays for it; the daemon calls this between writes.
+    public func checkpoint() throws(LibraryError) {
+        try sql { () throws(SQLiteError) in try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+    }
+
+    /// Runs `body` as one write: its own `BEGIN IMMEDIATE` transaction, committed (and synced)
+    /// when it returns and rolled back when it throws — or, inside `transaction`, a savepoint.
     private func write<T>(_ body: () throws(LibraryError) -> T) throws(LibraryError) -> T {
+        if db.inTransaction {
+            try sql { () throws(SQLiteError) in try db.execute("SAVEPOINT one_write") }
+            do {
+                let result = try body()
+                try sql { () throws(SQLiteError) in try db.execute("RELEASE one_write") }
+                return result
+            } catch {
+                try? db.execute("ROLLBACK TO one_write; RELEASE one_write")
+                throw error
+            }
+        }
         try sql { () throws(SQLiteError) in try db.execute("BEGIN IMMEDIATE") }
         do {
             let result = try body()
