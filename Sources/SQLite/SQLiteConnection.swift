@@ -118,6 +118,13 @@ public final class SQLiteConnection: @unchecked Sendable {
         sqlite3_busy_timeout(handle, milliseconds)
     }
 
+    /// Whether closing this connection, when it is the file's last, checkpoints the WAL into the
+    /// database file and deletes the WAL (the default). Off, the files are left as they are: for
+    /// a damaged database, whose WAL must not be written into it.
+    public func setCheckpointOnClose(_ enabled: Bool) {
+        csqlite_set_checkpoint_on_close(handle, enabled ? 1 : 0)
+    }
+
     /// The rowid of the last row this connection inserted.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

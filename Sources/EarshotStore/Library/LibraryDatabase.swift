@@ -71,11 +71,12 @@ public final class LibraryDatabase: @unchecked Sendable {
                 throw LibraryError(.dataLoss, "the library database \(path) has no owner salt: it is damaged")
             }
             salt = s
-        } catch let error as LibraryError {
-            throw error
-        } catch let error as SQLiteError {
-            throw Self.failure(error, doing: "the library database \(path)")
         } catch {
+            // Closing would checkpoint the WAL into a file that may be damaged and delete the
+            // WAL: the files are left as they are, for setAside.
+            db.setCheckpointOnClose(false)
+            if let error = error as? LibraryError { throw error }
+            if let error = error as? SQLiteError { throw Self.failure(error, doing: "the library database \(path)") }
             throw LibraryError(.internal, "\(error)")
         }
     }
@@ -195,9 +196,11 @@ public final class LibraryDatabase: @unchecked Sendable {
             guard try sql({ () throws(SQLiteError) in try db.scalar("SELECT json_valid(?)", [.text(p.value)]) }) == .integer(1) else {
                 throw LibraryError(.invalidArgument, "custom property value \(p.value) is not JSON (a string needs quotes: '\"jazz\"')")
             }
-            // Compared as JSON: "3" and 3 differ, and objects compare by their minified text.
-            conditions.append("json_quote(json_extract(custom_properties, ?)) = json_quote(json_extract(?, '$'))")
-            values += [.text("$.\"\(p.key)\""), .text(p.value)]
+            // Compared as JSON: "3" and 3 differ, and objects compare by their minified text. The
+            // JSON types must match too: json_extract gives true as 1 and a missing key as NULL
+            // (json_quote: null), so without them true would match 1 and null a missing key.
+            conditions.append("json_type(custom_properties, ?) = json_type(?) AND json_quote(json_extract(custom_properties, ?)) = json_quote(json_extract(?, '$'))")
+            values += [.text("$.\"\(p.key)\""), .text(p.value), .text("$.\"\(p.key)\""), .text(p.value)]
         }
         if let after = query.after {
             conditions.append("(matched_ms < ? OR (matched_ms = ? AND sequence < ?))")
@@ -308,6 +311,10 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// `<path>.damaged-<stamp>` (never deleting anything); returns the new path.
     public static func setAside(_ path: String, stamp: String) throws(SystemError) -> String {
         let aside = "\(path).damaged-\(stamp)"
+        // A rename replaces its target: an earlier file set aside with the same stamp would be lost.
+        for suffix in ["", "-wal", "-shm"] where FileIdentity(path: aside + suffix) != nil {
+            throw SystemError("cannot set \(path) aside: \(aside + suffix) exists", code: 0)
+        }
         for suffix in ["-wal", "-shm"] where FileIdentity(path: path + suffix) != nil {
             try Directory.rename(path + suffix, to: aside + suffix)
         }
