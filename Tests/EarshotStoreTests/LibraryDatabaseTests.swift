@@ -395,13 +395,31 @@ enum LibraryFixture {
         // Filters combine.
         #expect(try select(LibraryQuery(catalog: "a", matchedFromMs: 2000, property: ("genre", #""jazz""#))) == [2])
 
-        // A bad key or a value that is not JSON is refused.
-        for key in ["", #"a"b"#, #"a\b"#] {
-            #expect(F.failure { _ = try db.items(owner: "alice", property(key, "1")) } == .invalidArgument, "key \(key)")
-        }
+        // Any key is one key, quotes and backslashes included (keys are not JSON paths).
+        for key in [#"a"b"#, #"a\b"#, "$.genre"] { #expect(try select(property(key, "1")) == [], "key \(key)") }
+        // An empty key or a value that is not JSON is refused.
+        #expect(F.failure { _ = try db.items(owner: "alice", property("", "1")) } == .invalidArgument)
         for value in ["jazz", "", "{", "'jazz'", "tru"] {
             #expect(F.failure { _ = try db.items(owner: "alice", property("genre", value)) } == .invalidArgument, "value \(value)")
         }
+    }
+
+    /// The property index follows the items: removed or deleted items leave it too.
+    @Test func thePropertyIndexFollowsAddsRemovesAndDeletes() throws {
+        defer { scratch.clean() }
+        let db = try open()
+        let jazz = LibraryQuery(property: ("genre", #""jazz""#))
+        let a = try db.add([F.entry(1, properties: #"{"genre":"jazz","n":1}"#, seed: 1),
+                            F.entry(2, properties: #"{"genre":"jazz"}"#, seed: 2)], owner: "alice", nowMs: 1)
+        _ = try db.add([F.entry(3, properties: #"{"genre":"jazz"}"#, seed: 3)], owner: "bob", nowMs: 1)
+        #expect(try F.all(db, owner: "alice", jazz).map(\.id) == a.items.map(\.id).reversed())
+        _ = try db.remove([a.items[1].id], owner: "alice", nowMs: 2)
+        #expect(try F.all(db, owner: "alice", jazz).map(\.id) == [a.items[0].id])
+        _ = try db.deleteOwner("alice", nowMs: 3)
+        #expect(try F.all(db, owner: "alice", jazz).isEmpty)
+        #expect(try F.all(db, owner: "bob", jazz).count == 1)
+        let raw = try SQLiteConnection(path: scratch.path(), mode: .readOnly)
+        #expect(try raw.scalar("SELECT count(*) FROM item_properties") == .integer(1), "only bob's one property is left")
     }
 
     // MARK: Remove

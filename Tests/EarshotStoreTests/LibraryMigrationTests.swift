@@ -14,7 +14,7 @@ import Testing
 
     /// The versions `seed` has representative rows for. A new migration adds its rows there
     /// (and raises this), so its tables are exercised by the databases built for later versions.
-    static let seededVersions: Int64 = 2
+    static let seededVersions: Int64 = 3
 
     static let aliceIDs = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "00000000000000000000000000000001"]
     static let bobID = "abababababababababababababababab"

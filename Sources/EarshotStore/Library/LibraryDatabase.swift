@@ -184,32 +184,40 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// One page of `owner`'s items, newest match first.
     public func items(owner name: String, _ query: LibraryQuery) throws(LibraryError) -> LibraryPage {
         guard (1...1000).contains(query.limit) else { throw LibraryError(.invalidArgument, "page size \(query.limit); 1 to 1000") }
-        var conditions = ["owner = ?"]
+        // With a property filter the walk is driven by item_properties, whose key is (owner, key,
+        // value, matched_ms DESC, sequence DESC): only items holding the value are read, in order.
+        let order = query.property == nil ? "i" : "p"
+        var conditions = ["\(order).owner = ?"]
         var values: [SQLiteValue] = [.text(name)]
-        if let c = query.catalog { conditions.append("catalog = ?"); values.append(.text(c)) }
-        if let from = query.matchedFromMs { conditions.append("matched_ms >= ?"); values.append(.integer(from)) }
-        if let before = query.matchedBeforeMs { conditions.append("matched_ms < ?"); values.append(.integer(before)) }
         if let p = query.property {
-            guard !p.key.isEmpty, !p.key.contains("\""), !p.key.contains("\\") else {
-                throw LibraryError(.invalidArgument, "custom property key \"\(p.key)\": must be non-empty, without quotes or backslashes")
+            guard !p.key.isEmpty else { throw LibraryError(.invalidArgument, "custom property key: must not be empty") }
+            // Compared as JSON, type included: "3" and 3 differ, true is not 1, and objects compare
+            // by their minified text (the form item_properties stores).
+            let value: String = try sql { () throws(SQLiteError) in
+                guard try db.scalar("SELECT json_valid(?)", [.text(p.value)]) == .integer(1),
+                      case .text(let v)? = try db.scalar("SELECT json_type(?1) || ':' || json_quote(json_extract(?1, '$'))", [.text(p.value)])
+                else { return "" }
+                return v
             }
-            guard try sql({ () throws(SQLiteError) in try db.scalar("SELECT json_valid(?)", [.text(p.value)]) }) == .integer(1) else {
+            guard !value.isEmpty else {
                 throw LibraryError(.invalidArgument, "custom property value \(p.value) is not JSON (a string needs quotes: '\"jazz\"')")
             }
-            // Compared as JSON: "3" and 3 differ, and objects compare by their minified text. The
-            // JSON types must match too: json_extract gives true as 1 and a missing key as NULL
-            // (json_quote: null), so without them true would match 1 and null a missing key.
-            conditions.append("json_type(custom_properties, ?) = json_type(?) AND json_quote(json_extract(custom_properties, ?)) = json_quote(json_extract(?, '$'))")
-            values += [.text("$.\"\(p.key)\""), .text(p.value), .text("$.\"\(p.key)\""), .text(p.value)]
+            conditions += ["p.key = ?", "p.value = ?"]
+            values += [.text(p.key), .text(value)]
         }
+        if let c = query.catalog { conditions.append("i.catalog = ?"); values.append(.text(c)) }
+        if let from = query.matchedFromMs { conditions.append("\(order).matched_ms >= ?"); values.append(.integer(from)) }
+        if let before = query.matchedBeforeMs { conditions.append("\(order).matched_ms < ?"); values.append(.integer(before)) }
         if let after = query.after {
-            conditions.append("(matched_ms < ? OR (matched_ms = ? AND sequence < ?))")
+            conditions.append("(\(order).matched_ms < ? OR (\(order).matched_ms = ? AND \(order).sequence < ?))")
             values += [.integer(after.matchedAtMs), .integer(after.matchedAtMs), .integer(after.sequence)]
         }
         values.append(.integer(Int64(query.limit + 1)))
+        let source = query.property == nil ? "items i" : "item_properties p JOIN items i ON i.sequence = p.sequence"
         let sqlText = """
-            SELECT sequence, id, added_ms, matched_ms, catalog, catalog_version, custom_properties, body FROM items
-            WHERE \(conditions.joined(separator: " AND ")) ORDER BY matched_ms DESC, sequence DESC LIMIT ?
+            SELECT i.sequence, i.id, i.added_ms, i.matched_ms, i.catalog, i.catalog_version, i.custom_properties, i.body
+            FROM \(source) WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY \(order).matched_ms DESC, \(order).sequence DESC LIMIT ?
             """
         var items: [LibraryItem] = try sql { () throws(SQLiteError) in
             let s = try db.statement(sqlText, values)

@@ -43,6 +43,31 @@ public enum LibrarySchema {
             PRIMARY KEY (owner, version)
         ) WITHOUT ROWID;
         """,
+        // 3: custom properties and catalogs indexed, so a filtered page reads only the items
+        // that pass the filter. item_properties holds each item's top-level properties as
+        // "<json type>:<minified JSON value>", kept by triggers; existing items are filled in.
+        """
+        CREATE TABLE item_properties (
+            owner TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            matched_ms INTEGER NOT NULL,
+            sequence INTEGER NOT NULL,
+            PRIMARY KEY (owner, key, value, matched_ms DESC, sequence DESC)
+        ) WITHOUT ROWID;
+        CREATE INDEX item_properties_by_item ON item_properties (sequence);
+        CREATE TRIGGER item_properties_added AFTER INSERT ON items BEGIN
+            INSERT OR IGNORE INTO item_properties (owner, key, value, matched_ms, sequence)
+            SELECT NEW.owner, key, type || ':' || json_quote(value), NEW.matched_ms, NEW.sequence FROM json_each(NEW.custom_properties);
+        END;
+        CREATE TRIGGER item_properties_removed AFTER DELETE ON items BEGIN
+            DELETE FROM item_properties WHERE sequence = OLD.sequence;
+        END;
+        INSERT OR IGNORE INTO item_properties (owner, key, value, matched_ms, sequence)
+        SELECT items.owner, p.key, p.type || ':' || json_quote(p.value), items.matched_ms, items.sequence
+        FROM items, json_each(items.custom_properties) AS p;
+        CREATE INDEX items_by_catalog ON items (owner, catalog, matched_ms DESC, sequence DESC);
+        """,
     ]
 
     /// The version this build writes.
