@@ -168,12 +168,13 @@ public final class Daemon: Sendable {
             let store = LibraryStore(path: c.libraryDatabasePath, limits: limits,
                                      maximumDatabaseBytes: c.libraryMaximumDatabaseMegabytes > 0 ? c.libraryMaximumDatabaseMegabytes << 20 : nil,
                                      logger: logger)
-            health.setLibraryProblem(store.problem?.message)
+            health.setLibraryProblem(store.healthProblem)
             let allowList = daemonSecurity?.security.allowList
             library = LibraryService(store: store, events: events, configuration: c, logger: logger) {
                 allowList.map { Set($0.entries.map(\.name)) }
             }
         }
+        self.library = library
         let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed, library: library)
         recognizer.register(on: server)
         sessionService.register(on: server)
@@ -211,6 +212,7 @@ public final class Daemon: Sendable {
 
     private let events: DaemonEvents
     private let cues: CueService
+    private let library: LibraryService?
     private let feed: MatchFeed
     private let watcher: CatalogFolderWatcher?
     private let security: DaemonSecurity?
@@ -318,6 +320,7 @@ public final class Daemon: Sendable {
         logger.notice("stopping")
         health.set(.notServing)
         server.stopAccepting()
+        library?.stop()  // open WatchLibrary streams end now, not at the end of the grace
         await server.shutdown(grace: grace)
         for t in tasks.withLock({ $0 }) { t.cancel() }
         cues.stop()

@@ -27,6 +27,7 @@ final class LibraryService: Sendable {
     /// The names in the allow-list now (nil without security).
     private let allowedNames: @Sendable () -> Set<String>?
     private let watchers = Locked<[String: [Int: AsyncStream<Void>.Continuation]]>([:])
+    private let stopping = Atomic<Bool>(false)
     private let nextWatcherID = Atomic<Int>(0)
     /// A watcher more changes behind than this is told to resync instead of sent them all.
     static let maximumBacklog: UInt64 = 1000
@@ -46,6 +47,13 @@ final class LibraryService: Sendable {
         }
     }
 
+    /// The daemon stops: open WatchLibrary streams end at once with UNAVAILABLE (a client
+    /// resumes from its last version on the next daemon).
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        for w in watchers.withLock({ $0.values.flatMap(\.values) }) { w.finish() }
+    }
+
     static func owner(of call: RpcCall) -> String {
         call.clientName ?? ownerWithoutSecurity
     }
@@ -59,7 +67,7 @@ final class LibraryService: Sendable {
         }
         server.register(Methods.Library.remove, role: .viewer) { [self] request, call throws(RpcError) in
             let owner = Self.owner(of: call)
-            try checkSpace()
+            // No disk reserve check: removing is how a full library makes room.
             let commit = try await library { db throws(LibraryError) in try db.remove(request.ids, owner: owner, nowMs: Self.nowMs()) }
             return committed(commit)
         }
@@ -219,6 +227,7 @@ final class LibraryService: Sendable {
         let (wakes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = nextWatcherID.add(1, ordering: .relaxed).newValue
         watchers.withLock { $0[owner, default: [:]][id] = continuation }
+        if stopping.load(ordering: .acquiring) { continuation.finish() }
         defer { watchers.withLock { $0[owner]?[id] = nil } }
         var iterator = wakes.makeAsyncIterator()
         var at = version
@@ -270,6 +279,7 @@ final class LibraryService: Sendable {
             guard await iterator.next() != nil else { break }
         }
         if let reason = call.cancellationReason() { throw reason }
+        if stopping.load(ordering: .acquiring) { throw RpcError(.unavailable, "earshotd is stopping; resume from version \(at)") }
     }
 
     // MARK: Backup

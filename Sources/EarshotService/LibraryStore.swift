@@ -6,58 +6,114 @@ import Logging
 
 /// The library database as the daemon holds it: opened and checked at start, one connection
 /// that writes (on its own serial queue, so writes never contend) and one that reads (WAL lets
-/// it read while a write commits). When the file is damaged it is moved aside, never deleted,
-/// and every call answers the problem until an operator recovers it.
+/// it read while a write commits).
+///
+/// A damaged file is moved aside, never deleted, and a note is left at `<path>.damaged.txt`: while
+/// the note is there and no database is at `path`, the library stays down (DATA_LOSS) across
+/// restarts, so a reboot cannot quietly turn damage into an empty library. The operator either
+/// copies a backup to `path` (the note is then retired at the next start) or deletes the note
+/// to begin an empty library.
 final class LibraryStore: Sendable {
     private let writer: LibraryDatabase?
     private let reader: LibraryDatabase?
     /// Why the library cannot serve, nil while it can: the message every call answers and
     /// Health shows.
     let problem: LibraryError?
+    /// Why writes are refused while reads serve (a database that can only be read).
+    let writeProblem: LibraryError?
     let path: String
     private let writeQueue = DispatchQueue(label: "earshot.library.write")
     private let readQueue = DispatchQueue(label: "earshot.library.read")
+
+    /// The note left beside a database that was set aside.
+    static func notePath(_ path: String) -> String { path + ".damaged.txt" }
 
     init(path: String, limits: LibraryLimits, maximumDatabaseBytes: Int?, logger: Logger) {
         self.path = path
         var writer: LibraryDatabase?
         var reader: LibraryDatabase?
         var problem: LibraryError?
-        do throws(LibraryError) {
-            let w = try LibraryDatabase(path: path, limits: limits, maximumDatabaseBytes: maximumDatabaseBytes, callerCheckpoints: true)
-            reader = try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false)
-            writer = w
-        } catch where error.kind == .dataLoss {
-            problem = Self.setAside(path, error, logger: logger)
-        } catch {
-            problem = LibraryError(error.kind == .resourceExhausted ? .unavailable : error.kind,
-                                   "the library is unavailable: \(error.message). Recognition goes on; library calls fail until this is fixed and earshotd restarts.")
-            logger.error("\(problem!.message)")
+        var writeProblem: LibraryError?
+        let note = Self.notePath(path)
+        let noted = (try? AtomicFile.read(note)).map { String(decoding: $0, as: UTF8.self) }
+        if let noted, FileIdentity(path: path) == nil {
+            problem = LibraryError(.dataLoss, noted.trimmingCharacters(in: .whitespacesAndNewlines)
+                                   + " Until then library calls fail; recognition goes on.")
+            logger.critical("\(problem!.message)")
+        } else {
+            if noted != nil {
+                logger.notice("library: a database is back at \(path) (restored from a backup?); retiring \(note)")
+                try? Directory.remove(note)
+            }
+            do throws(LibraryError) {
+                let w = try LibraryDatabase(path: path, limits: limits, maximumDatabaseBytes: maximumDatabaseBytes, callerCheckpoints: true)
+                reader = try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false)
+                writer = w
+                if !w.isWritable {
+                    writeProblem = LibraryError(.unavailable, """
+                        the library database \(path) can only be read (file permissions or a read-only mount): items are \
+                        listed, but nothing can be added or removed until it is writable and earshotd restarts
+                        """)
+                    logger.error("\(writeProblem!.message)")
+                }
+            } catch where error.kind == .dataLoss {
+                problem = Self.setAside(path, error, logger: logger)
+            } catch {
+                problem = LibraryError(error.kind == .resourceExhausted ? .unavailable : error.kind,
+                                       "\(error.message)\(Self.accessHint(path)). Recognition goes on; library calls fail until this is fixed and earshotd restarts.")
+                logger.error("library: \(problem!.message)")
+            }
         }
         self.writer = writer
         self.reader = reader
         self.problem = problem
+        self.writeProblem = writeProblem
         if problem == nil, let w = writer, let owners = try? w.owners() {
             logger.info("library \(path): \(owners.count) owner(s), \(owners.reduce(0) { $0 + $1.itemCount }) item(s)")
         }
     }
 
-    /// Moves a damaged database aside and says, for the log, Health and every call, what happened
-    /// and how to recover.
-    private static func setAside(_ path: String, _ error: LibraryError, logger: Logger) -> LibraryError {
-        let stamp = LibraryService.fileStamp()
-        let kept: String
-        do throws(SystemError) {
-            kept = "it was moved to \(try LibraryDatabase.setAside(path, stamp: stamp)) (never deleted)"
-        } catch {
-            kept = "it could not be moved aside (\(error.message)) and stays at \(path)"
+    /// Why a database may not open, in the terms of the file system: SQLite only says "unable
+    /// to open database file".
+    private static func accessHint(_ path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        let files = FileManager.default
+        var isFolder: ObjCBool = false
+        if !files.fileExists(atPath: folder, isDirectory: &isFolder) { return " (the folder \(folder) does not exist)" }
+        if !isFolder.boolValue { return " (\(folder) is not a folder)" }
+        if files.fileExists(atPath: path) {
+            if !files.isReadableFile(atPath: path) { return " (earshotd's user may not read \(path))" }
+        } else if !files.isWritableFile(atPath: folder) {
+            return " (earshotd's user may not create files in \(folder))"
         }
-        let problem = LibraryError(.dataLoss, """
-            the library database is damaged: \(error.message); \(kept). Recognition goes on; library calls fail \
-            until earshotd restarts. To recover: stop earshotd, copy the newest backup (earshot remote library backup \
-            writes them to <state>/library-backups) to \(path), and start it again; starting without a file at \(path) \
-            begins an empty library. `sqlite3 <damaged file> .recover` may save items from the damaged copy.
-            """)
+        return ""
+    }
+
+    /// What Health says of the Library service (nil: serving).
+    var healthProblem: String? { (problem ?? writeProblem)?.message }
+
+    /// Moves a damaged database aside, leaves the note, and says, for the log, Health and every
+    /// call, what happened and how to recover.
+    private static func setAside(_ path: String, _ damage: LibraryError, logger: Logger) -> LibraryError {
+        let aside: String
+        do throws(SystemError) { aside = try LibraryDatabase.setAside(path, stamp: LibraryService.fileStamp()) } catch {
+            let problem = LibraryError(.dataLoss, """
+                \(damage.message). It could not be moved aside (\(error.message)) and stays at \(path). Recognition goes \
+                on; library calls fail until an operator replaces it with a backup and restarts earshotd.
+                """)
+            logger.critical("\(problem.message)")
+            return problem
+        }
+        let recovery = """
+            \(damage.message). It was moved to \(aside) (never deleted). To recover: copy the newest backup \
+            (<state>/library-backups/, written by `earshot remote library backup`) to \(path) and restart earshotd; \
+            or delete \(notePath(path)) and restart to begin an empty library. `sqlite3 \(aside) .recover` may save \
+            items from the damaged copy.
+            """
+        do throws(SystemError) { try AtomicFile.write(Array((recovery + "\n").utf8), to: notePath(path)) } catch {
+            logger.error("library: cannot leave the note \(notePath(path)): \(error.message)")
+        }
+        let problem = LibraryError(.dataLoss, recovery + " Recognition goes on.")
         logger.critical("\(problem.message)")
         return problem
     }
@@ -74,6 +130,7 @@ final class LibraryStore: Sendable {
     /// per client queued ahead.
     func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
         guard let writer else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        if let writeProblem { throw writeProblem }
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
             let job = WriteJob(
                 run: { db in

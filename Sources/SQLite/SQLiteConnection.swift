@@ -29,7 +29,7 @@ public final class SQLiteConnection: @unchecked Sendable {
         var db: OpaquePointer?
         let result = sqlite3_open_v2(path, &db, flags, nil)
         guard result == SQLITE_OK, let db else {
-            let error = SQLiteError.last(db, result, doing: "cannot open \(path)")
+            let error = SQLiteError.last(db, result, doing: "cannot open")
             sqlite3_close_v2(db)
             throw error
         }
@@ -124,6 +124,10 @@ public final class SQLiteConnection: @unchecked Sendable {
     public func setCheckpointOnClose(_ enabled: Bool) {
         csqlite_set_checkpoint_on_close(handle, enabled ? 1 : 0)
     }
+
+    /// Whether the connection cannot write its database: opened read-only, or opened read-write
+    /// on a file SQLite could only open for reading (permissions, a read-only mount).
+    public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
     /// The rowid of the last row this connection inserted.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }

@@ -1,4 +1,9 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A failed SQLite call: its result code, the extended code, and SQLite's message with what was
 /// being done.
@@ -32,8 +37,14 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The error `connection` reports after a call returned `result`.
     static func last(_ connection: OpaquePointer?, _ result: Int32, doing what: String) -> SQLiteError {
-        let text = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(result))
+        var text = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(result))
         let extended = connection.map { sqlite3_extended_errcode($0) } ?? result
+        // "disk I/O error" says nothing of why: the system's errno does. (Not for SQLITE_CANTOPEN:
+        // its errno is that of SQLite's last probe, often ENOENT where the cause is permission.)
+        if let connection, case let errno = sqlite3_system_errno(connection), errno != 0,
+           result & 0xff == SQLITE_IOERR || result & 0xff == SQLITE_READONLY {
+            text += " (\(String(cString: strerror(errno))))"
+        }
         return SQLiteError(code: result, extendedCode: extended, message: "\(what): \(text)")
     }
 }

@@ -56,8 +56,13 @@ final class DaemonHarness: @unchecked Sendable {
     /// `fileLimit`, the daemon runs with that many file descriptors at most (soft and hard, as
     /// `prlimit --nofile` sets them), so that running out of them takes seconds, not thousands of
     /// connections.
-    init(settings: [String] = [], fileLimit: Int? = nil) throws {
+    ///
+    /// With `unprivileged`, the folder is given to `nobody` and the daemon runs as nobody:nogroup
+    /// (through `setpriv`, which execs: the pid is the daemon's), so that file permissions apply
+    /// to it although the tests run as root.
+    init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false) throws {
         self.fileLimit = fileLimit
+        self.unprivileged = unprivileged
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-test-\(UUID().uuidString)")
         let catalogs = directory.appendingPathComponent("state/catalogs")
         try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
@@ -69,6 +74,7 @@ final class DaemonHarness: @unchecked Sendable {
         let fixture = DaemonFixture.shared
         try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
         try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: directory.appendingPathComponent("tv.wav"))
+        if unprivileged { try Self.giveToNobody(directory) }
         try launch(settings: settings)
         try waitUntilListening(settings: settings)
     }
@@ -77,8 +83,9 @@ final class DaemonHarness: @unchecked Sendable {
     /// is rewritten. `directory` is not removed twice: the first harness owns it. With
     /// `waitUntilListening: false` it returns as soon as the process runs.
     init(reusing folder: URL, clientKeys: [ClientRole: CurveKeyPair] = [:], settings: [String] = [],
-         waitUntilListening: Bool = true) throws {
+         waitUntilListening: Bool = true, unprivileged: Bool = false) throws {
         fileLimit = nil
+        self.unprivileged = unprivileged
         directory = folder
         self.clientKeys = clientKeys
         ownsDirectory = false
@@ -88,16 +95,41 @@ final class DaemonHarness: @unchecked Sendable {
 
     private var ownsDirectory = true
     private let fileLimit: Int?
+    private let unprivileged: Bool
+
+    /// The user an unprivileged daemon runs as (`setpriv --reuid`), and its group.
+    static let unprivilegedUser = (name: "nobody", group: "nogroup")
+
+    /// Gives `folder` and everything in it to the unprivileged user (chown -R).
+    static func giveToNobody(_ folder: URL) throws {
+        guard let user = getpwnam(unprivilegedUser.name), let group = getgrnam(unprivilegedUser.group) else {
+            throw HarnessError("no user \(unprivilegedUser.name) or group \(unprivilegedUser.group)")
+        }
+        let (uid, gid) = (user.pointee.pw_uid, group.pointee.gr_gid)
+        var paths = [folder.path]
+        if let walker = FileManager.default.enumerator(atPath: folder.path) {
+            for case let relative as String in walker { paths.append(folder.appendingPathComponent(relative).path) }
+        }
+        for path in paths where lchown(path, uid, gid) != 0 {
+            throw HarnessError("chown \(path): \(String(cString: strerror(errno)))")
+        }
+    }
 
     private func launch(settings: [String]) throws {
         logURL = directory.appendingPathComponent("earshotd.log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         let daemon = try Self.executable()
-        // prlimit (util-linux, on every Debian) sets the limits and execs: the pid is the daemon's.
-        let prefix = fileLimit.map { ["--nofile=\($0):\($0)", daemon] } ?? []
-        process.executableURL = URL(fileURLWithPath: fileLimit == nil ? daemon : "/usr/bin/prlimit")
-        process.arguments = prefix + [
+        // prlimit and setpriv (util-linux, on every Debian) set the limits or the user and exec:
+        // the pid is the daemon's.
+        var command = [daemon]
+        if let fileLimit { command = ["/usr/bin/prlimit", "--nofile=\(fileLimit):\(fileLimit)"] + command }
+        if unprivileged {
+            command = ["/usr/bin/setpriv", "--reuid=\(Self.unprivilegedUser.name)", "--regid=\(Self.unprivilegedUser.group)",
+                       "--clear-groups"] + command
+        }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst()) + [
             "--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
             "--audio.source=file", "--audio.file=\(directory.appendingPathComponent("tv.wav").path)", "--audio.loop=true",
             "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug",

@@ -29,7 +29,7 @@ public final class LibraryDatabase: @unchecked Sendable {
         do {
             db = try SQLiteConnection(path: path, mode: readOnly ? .readOnly : .create)
         } catch {
-            throw Self.failure(error, doing: "cannot open the library database \(path)")
+            throw Self.failure(error, doing: "the library database \(path)")
         }
         db.setBusyTimeout(milliseconds: 5000)
         do {
@@ -80,6 +80,10 @@ public final class LibraryDatabase: @unchecked Sendable {
             throw LibraryError(.internal, "\(error)")
         }
     }
+
+    /// False when SQLite could open the file only for reading (permissions, a read-only mount):
+    /// reads work, writes fail.
+    public var isWritable: Bool { !db.isReadOnly }
 
     /// The database's schema version (for tests and diagnostics).
     public func schemaVersion() throws(LibraryError) -> Int64 {
