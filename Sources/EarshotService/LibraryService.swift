@@ -319,7 +319,7 @@ final class LibraryService: Sendable {
         notice.version = commit.change.version
         notice.itemCount = UInt32(clamping: commit.owner.itemCount)
         notice.kind = switch commit.change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
-        notice.changed = UInt32(clamping: commit.change.itemIDs.count)
+        notice.changed = UInt32(clamping: commit.changedCount)
         events.publishLibrary(notice)
         for w in watchers.withLock({ Array(($0[commit.owner.name] ?? [:]).values) }) { w.yield(()) }
         var reply = Earshot_V1_LibraryWriteResponse()

@@ -135,7 +135,7 @@ public final class LibraryDatabase: @unchecked Sendable {
             owner.itemCount += entries.count
             owner.bytes += newBytes
             let change = try record(.added, ids: items.map(\.id), owner: &owner, nowMs: nowMs)
-            return LibraryCommit(change: change, owner: owner, items: items)
+            return LibraryCommit(change: change, owner: owner, items: items, changedCount: items.count)
         }
     }
 
@@ -166,7 +166,7 @@ public final class LibraryDatabase: @unchecked Sendable {
             owner.itemCount -= unique.count
             owner.bytes -= freed
             let change = try record(.removed, ids: unique, owner: &owner, nowMs: nowMs)
-            return LibraryCommit(change: change, owner: owner, items: [])
+            return LibraryCommit(change: change, owner: owner, items: [], changedCount: unique.count)
         }
     }
 
@@ -176,10 +176,11 @@ public final class LibraryDatabase: @unchecked Sendable {
         try write { () throws(LibraryError) in
             guard var owner = try find(name) else { throw LibraryError(.notFound, "no library for \(name)") }
             try sql { () throws(SQLiteError) in try db.run("DELETE FROM items WHERE owner = ?", [.text(name)]) }
+            let deleted = owner.itemCount
             owner.itemCount = 0
             owner.bytes = 0
             let change = try record(.cleared, ids: [], owner: &owner, nowMs: nowMs)
-            return LibraryCommit(change: change, owner: owner, items: [])
+            return LibraryCommit(change: change, owner: owner, items: [], changedCount: deleted)
         }
     }
 

@@ -123,6 +123,8 @@ public struct LibraryCommit: Sendable, Equatable {
     public var owner: LibraryOwner
     /// The items added (Add only).
     public var items: [LibraryItem]
+    /// How many items the change added or removed (for a clear: how many the owner had).
+    public var changedCount: Int
 }
 
 /// Per-owner limits and the size of the change log kept for resuming watchers.

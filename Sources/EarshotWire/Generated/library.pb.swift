@@ -185,8 +185,8 @@ public nonisolated struct Earshot_V1_WatchLibraryRequest: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// The last version the client has applied (0: none; the backlog then starts at the oldest
-  /// change kept).
+  /// The last version the client has applied (0: none). When the change log no longer reaches
+  /// back to the change after it, the stream starts with KIND_RESYNC.
   public var fromVersion: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -386,7 +386,7 @@ public nonisolated struct Earshot_V1_LibraryNotice: Sendable {
 
   public var kind: Earshot_V1_LibraryChange.Kind = .unspecified
 
-  /// Items the change added or removed.
+  /// Items the change added or removed (KIND_CLEARED: how many the owner had).
   public var changed: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

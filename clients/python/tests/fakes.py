@@ -353,14 +353,15 @@ class FakeLibrary:
 
     # -- changes, as the daemon commits them ---------------------------------------------------
 
-    def add(self, *new, title: str = "") -> pb.LibraryWriteResponse:
+    def add(self, *new) -> pb.LibraryWriteResponse:
         """Adds items (``pb.NewLibraryItem``, or titles as str) in one change."""
         with self._lock:
             now = int(time.time() * 1000)
             stored = []
             for n in new:
                 if isinstance(n, str):
-                    n = pb.NewLibraryItem(item=pb.MatchedMediaItem(media_item=pb.MediaItem(id=n, title=n), catalog="demo"))
+                    media = pb.MatchedMediaItem(media_item=pb.MediaItem(id=n, title=n), catalog="demo")
+                    n = pb.NewLibraryItem(item=media)
                 self._sequence += 1
                 item = pb.LibraryItem(
                     id=f"{self._sequence:032x}",
@@ -474,9 +475,9 @@ class FakeLibrary:
                     caught_up = True
                     changes.append(pb.LibraryChange(kind=pb.LibraryChange.KIND_CURRENT, version=at, item_count=count))
             for m in changes:
+                yield ("message", m)
+                sent += 1
                 if drop_after is not None and sent >= drop_after:
                     yield ("end", StatusCode.UNAVAILABLE, "the daemon went away", None)
                     return
-                yield ("message", m)
-                sent += 1
             yield ("sleep", 0.01)

@@ -37,6 +37,21 @@ def test_status_line_shows_state_item_offset_skew_confidence_and_problems():
     assert dashboard.status_line(None).startswith("CONNECTING")
 
 
+def test_status_line_shows_the_latest_library_notice():
+    notice = pb.LibraryNotice(
+        owner_hash="3f2a9c1e0b7d5a6c4e8f9a0b", version=7, item_count=12, kind=pb.LibraryChange.KIND_ADDED, changed=2
+    )
+    older = pb.LibraryNotice(owner_hash="ffff0000ffff", version=1, item_count=1, kind=pb.LibraryChange.KIND_ADDED)
+    state = FollowerState(
+        session=pb.SessionSnapshot(state=pb.SESSION_STATE_IDLE), epoch=1, library={"ffff": older, "3f2a": notice}
+    )
+    line = dashboard.status_line(state)
+    assert "library 3f2a9c1e… v7 12 items (ADDED 2)" in line and "ffff" not in line
+    cleared = pb.LibraryNotice(owner_hash="3f2a9c1e0b7d", version=8, item_count=0, kind=pb.LibraryChange.KIND_CLEARED)
+    assert dashboard.describe_library_notice(cleared) == "library 3f2a9c1e… v8 0 items (CLEARED)"
+    assert "library" not in dashboard.status_line(FollowerState(session=pb.SessionSnapshot(), epoch=1))
+
+
 def test_once_prints_one_line(server, publisher, capsys):
     snapshot = pb.SessionSnapshot(state=pb.SESSION_STATE_PRERECORDING, epoch=publisher.epoch, window_seconds=4.5)
     server.handlers[Methods.GET_SNAPSHOT] = lambda env: unary(snapshot)

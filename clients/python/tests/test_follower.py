@@ -275,6 +275,25 @@ def test_current_item_follows_matches_and_session_events(server, publisher, subs
     assert list(next_update(follower).state.catalogs) == ["news"]
 
 
+def test_library_notices_are_kept_per_owner_the_latest_last(server, publisher, subscriber, client):
+    serve_snapshots(server, publisher)
+    follower = StateFollower(client, subscriber)
+    assert next_update(follower).kind == "snapshot" and follower.state.last_library_notice is None
+    added = pb.LibraryChange.KIND_ADDED
+    for owner, version, count in (("aaaa", 1, 2), ("bbbb", 1, 1), ("aaaa", 2, 1)):
+        kind = added if version == 1 else pb.LibraryChange.KIND_REMOVED
+        publisher.publish(
+            Topics.LIBRARY,
+            library=pb.LibraryNotice(owner_hash=owner, version=version, item_count=count, kind=kind, changed=1),
+        )
+        update = next_update(follower)
+        assert update.kind == "library" and update.event.library.owner_hash == owner
+    state = follower.state
+    assert list(state.library) == ["bbbb", "aaaa"]  # the owner that changed last, last
+    assert state.last_library_notice.version == 2 and state.last_library_notice.item_count == 1
+    assert follower.gaps == 0
+
+
 def test_predict_offset():
     item = pb.MatchedMediaItem(predicted_current_match_offset=10.0, time_skew=-0.5)
     assert predict_offset(item, 1_000, 3_000) == pytest.approx(11.0)

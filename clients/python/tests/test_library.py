@@ -131,7 +131,6 @@ def test_library_all_items_pages_through_everything_newest_first(server, client,
     assert [len(p.items) for p in pages] == [2, 2, 1] and pages[-1].next_page_token == ""
     tokens = [r.page_token for r in requests_of(server, Methods.LIBRARY_ITEMS, pb.LibraryItemsRequest)]
     assert tokens[0] == "" and all(tokens[1:]) and len(tokens) == 3
-    assert list(client.library_all_items(catalog="none")) or True  # a filter passes through
 
 
 def change(kind, version, ids=(), items=(), count=0):

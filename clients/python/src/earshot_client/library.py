@@ -2,7 +2,7 @@
 
     mirror = LibraryMirror(client)
     mirror.load()                        # optional: read the items once (else the change log builds them)
-    for change in mirror.changes():      # applies each change, then yields it; runs until the stream ends
+    for change in mirror.changes():      # watches from mirror.version: applies each change, then yields it
         print(pb.enum_name(pb.LibraryChange.Kind, change.kind), mirror.version, len(mirror))
 
 After a disconnect (the stream raised :class:`RpcError`, or the client was closed), call
@@ -31,8 +31,8 @@ class LibraryMirror:
     Changes are applied in order with :meth:`apply`; :meth:`changes` watches the daemon from
     ``version`` and applies what it sends: the backlog the mirror missed, ``KIND_CURRENT``
     (``current`` becomes True: the mirror is exact), then live changes. ``KIND_RESYNC`` (the
-    daemon's change log does not reach back to ``version``) reloads every item
-    (:meth:`load`) and goes on from the version it names.
+    daemon's change log does not reach back to ``version``, or the mirror is too far behind)
+    reloads every item (:meth:`load`) and goes on from the version it names.
 
     A change at or below ``version`` was applied already and is skipped (counted in
     ``skipped``); one past ``version + 1`` means changes were lost on the way: the mirror
@@ -137,17 +137,22 @@ class LibraryMirror:
     # -- watching ----------------------------------------------------------------------------
 
     def changes(self, client: Optional[Client] = None, timeout: Optional[float] = None) -> Iterator[pb.LibraryChange]:
-        """Watches the library from ``version``, applies each change and yields it (CURRENT and
-        RESYNC too; skipped repeats are not yielded). Ends when the stream ends; an
-        :class:`RpcError` (the daemon went away, a deadline) propagates — call again to resume,
-        on a new client if need be. ``client`` replaces :attr:`client`. Closing the generator
-        (or :meth:`close`) cancels the watch. ``timeout``: the watch's deadline (None: none)."""
+        """Starts watching the library from ``version`` (at once: changes committed from now on
+        reach the mirror) and returns an iterator that applies each change, then yields it
+        (CURRENT and RESYNC too; skipped repeats are not yielded). It ends when the stream ends;
+        an :class:`RpcError` (the daemon went away, a deadline) propagates — call again to
+        resume, on a new client if need be. ``client`` replaces :attr:`client`. Closing the
+        iterator (or :meth:`close`) cancels the watch. ``timeout``: the watch's deadline (None:
+        none)."""
         if client is not None:
             self.client = client
         client = self._client(None)
         self.current = False
         stream = client.watch_library(self.version, timeout)
         self._stream = stream
+        return self._follow(stream)
+
+    def _follow(self, stream: ResponseStream) -> Iterator[pb.LibraryChange]:
         try:
             for change in stream:
                 if self.apply(change):

@@ -13,10 +13,12 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Dict, Mapping, Optional
 
 import pytest
+import zmq
 
-from earshot_client import Client, RpcError, pb
+from earshot_client import Client, RpcError, Subscriber, pb
 
 
 def free_port() -> int:
@@ -51,6 +53,21 @@ class Daemon:
     audio: str
     state_directory: Path
     log_path: Path
+    #: With CURVE (``run_earshotd(clients=…)``): the daemon's public key file, and each
+    #: client's secret key file by its allow-list name.
+    server_key: str = ""
+    keys: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def client(self, name: Optional[str] = None, timeout: float = 10.0) -> Client:
+        """A Client of this daemon; with CURVE, with the key of allow-list name ``name``."""
+        if not self.keys:
+            return Client(self.rpc, timeout=timeout)
+        return Client(self.rpc, timeout=timeout, server_key=self.server_key, client_key=self.keys[name])
+
+    def subscriber(self, topics, name: Optional[str] = None) -> Subscriber:
+        if not self.keys:
+            return Subscriber(self.events, topics)
+        return Subscriber(self.events, topics, server_key=self.server_key, client_key=self.keys[name])
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -65,12 +82,19 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def run_earshotd(root: Path, *, session: str = "prepare_on_start = true\nfollow = true", extra: str = ""):
+def run_earshotd(
+    root: Path,
+    *,
+    session: str = "prepare_on_start = true\nfollow = true",
+    extra: str = "",
+    clients: Optional[Mapping[str, str]] = None,
+):
     """Starts earshotd in ``root`` (state folder, config and log there) with the test catalog in
     its catalogs folder and the test audio as a looping file source, in plain mode on free
     loopback ports; yields the :class:`Daemon` once it serves, and stops it (SIGTERM, which must
     exit 0) at the end. ``session``: the ``[session]`` table's lines; ``extra``: more tables (TOML, placed after
-    ``[security]``)."""
+    ``[security]``). ``clients`` (allow-list name → role) turns CURVE on instead: a key pair is
+    made for each and listed in ``clients.allow``; ``Daemon.client(name)`` connects with it."""
     binary = require("EARSHOTD")
     catalog_file = require("EARSHOT_TEST_CATALOG")
     audio = os.path.abspath(require("EARSHOT_TEST_AUDIO"))
@@ -80,6 +104,16 @@ def run_earshotd(root: Path, *, session: str = "prepare_on_start = true\nfollow 
     (state / "catalogs").mkdir(parents=True)
     catalog_name = Path(catalog_file).stem
     shutil.copy(catalog_file, state / "catalogs" / f"{catalog_name}.earcat")
+    keys: Dict[str, str] = {}
+    if clients:
+        lines = []
+        for name, role in clients.items():
+            public, secret = (k.decode() for k in zmq.curve_keypair())
+            key_file = root / f"{name}.key"
+            key_file.write_text(f"# {name} ({role})\n{secret}\n")
+            keys[name] = str(key_file)
+            lines.append(f"{public} {name} {role}")
+        (state / "clients.allow").write_text("\n".join(lines) + "\n")
     config = root / "earshotd.toml"
     config.write_text(
         "\n".join(
@@ -93,11 +127,11 @@ def run_earshotd(root: Path, *, session: str = "prepare_on_start = true\nfollow 
                 "loop = true",
                 "[session]",
                 session,
-                # These tests are about the client and the protocol, not access control:
-                # plain mode on loopback (the Swift daemon tests cover CURVE, and
-                # test_security.py runs its own daemon with keys).
+                # Most tests are about the client and the protocol, not access control:
+                # plain mode on loopback (the Swift daemon tests cover CURVE; test_security.py
+                # and the library tests run daemons with keys).
                 "[security]",
-                'mode = "none"',
+                'mode = "curve"' if clients else 'mode = "none"',
                 extra,
                 "",
             ]
@@ -124,7 +158,14 @@ def run_earshotd(root: Path, *, session: str = "prepare_on_start = true\nfollow 
     try:
         deadline = time.monotonic() + READY_TIMEOUT
         last_error = None
-        with Client(rpc, timeout=1.0) as probe:
+        if clients:
+            daemon.server_key, daemon.keys = str(state / "server.public"), keys
+            while not (state / "server.public").exists():  # made at the first start
+                daemon.check_alive()
+                if time.monotonic() > deadline:
+                    pytest.fail(f"earshotd made no server.public; its log:\n{daemon.log_tail()}", pytrace=False)
+                time.sleep(0.05)
+        with daemon.client(next(iter(keys), None), timeout=1.0) as probe:
             while True:
                 daemon.check_alive()
                 try:
