@@ -155,10 +155,9 @@ final class LibraryStore: Sendable {
     }
 
     private let pending = Locked<[WriteJob]>([])
-    /// Commits since the last checkpoint.
-    private let commitsSinceCheckpoint = Locked(0)
-    /// A passive checkpoint after this many commits keeps the WAL short.
-    private static let checkpointEvery = 100
+    /// A passive checkpoint once the WAL holds this much keeps it short (SQLite's own automatic
+    /// checkpoint waits for about as much: 1000 pages).
+    private static let checkpointAtWALBytes: Int64 = 4 << 20
 
     /// On the write queue: every waiting write in one transaction, then their replies, then
     /// (sometimes) a checkpoint, which no reply waits for.
@@ -177,13 +176,7 @@ final class LibraryStore: Sendable {
             for finish in finishers { finish(error) }
             for job in jobs.dropFirst(finishers.count) { job.fail(error) }
         }
-        let due = commitsSinceCheckpoint.withLock { n in
-            n += 1
-            if n < Self.checkpointEvery { return false }
-            n = 0
-            return true
-        }
-        if due { try? db.checkpoint() }
+        if let wal = FileIdentity(path: path + "-wal"), wal.size >= Self.checkpointAtWALBytes { try? db.checkpoint() }
     }
 
     /// Runs `body` with the reading connection, on the read queue.

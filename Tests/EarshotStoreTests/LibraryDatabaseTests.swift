@@ -422,6 +422,25 @@ enum LibraryFixture {
         #expect(try raw.scalar("SELECT count(*) FROM item_properties") == .integer(1), "only bob's one property is left")
     }
 
+    /// A writer that checkpoints between writes (as the daemon's does) keeps the WAL short, also
+    /// while a second connection reads.
+    @Test func checkpointsBetweenWritesKeepTheWALShort() throws {
+        defer { scratch.clean() }
+        let writer = try LibraryDatabase(path: scratch.path(), callerCheckpoints: true)
+        let reader = try LibraryDatabase(path: scratch.path(), readOnly: true, verify: false)
+        var largest = 0
+        for i in 0..<1500 {
+            _ = try writer.add([F.entry(Int64(i), size: 2000, seed: i)], owner: "alice", nowMs: Int64(i))
+            if i % 10 == 0 { _ = try reader.items(owner: "alice", LibraryQuery(limit: 50)) }
+            if i % 100 == 99 { try writer.checkpoint() }
+            largest = max(largest, Int(FileIdentity(path: scratch.path() + "-wal")?.size ?? 0))
+        }
+        let database = Int(FileIdentity(path: scratch.path())?.size ?? 0)
+        print("WAL at most \(largest) bytes; database \(database) bytes")
+        #expect(database > 1500 * 2000, "the items were checkpointed into the database file")
+        #expect(largest < 4 << 20, "the WAL grew to \(largest) bytes")
+    }
+
     // MARK: Remove
 
     @Test func removeIsAllOrNothing() throws {

@@ -214,7 +214,7 @@ enum LibraryBenchmark {
             $0.propertyKey = "genre"
             $0.propertyValueJson = "\"jazz\""
         }, expect: 50))
-        r.reads.append(reads("first page, genre = \"polka\" (no item: every row is read)", pageSize: 50, count: 50, {
+        r.reads.append(reads("first page, genre = \"polka\" (no item has it)", pageSize: 50, count: 50, {
             $0.propertyKey = "genre"
             $0.propertyValueJson = "\"polka\""
         }, expect: 0))
@@ -468,7 +468,8 @@ extension Report {
         s += "`earshotd` (release) as a child process on loopback, **CURVE on** (as shipped; every client its own key and "
             + "allow-list name, which owns its library), no catalog, `session.follow = false`; clients are `RpcClient`s in the "
             + "benchmark process on the same \(env.cores) cores. The library is one SQLite file in the state folder, WAL mode, "
-            + "`synchronous = FULL`: each Add replies after its transaction is on disk; one write queue in the daemon, a second "
+            + "`synchronous = FULL`: each Add replies after its transaction is on disk; one write queue in the daemon (Adds "
+            + "that arrive while one commits are committed together, one sync for all, each in its own savepoint), a second "
             + "connection for reads. Items are realistic match results (a TV programme with title, artist, genre, URLs and "
             + "\(r.propertiesBytes) bytes of custom properties JSON; \(r.bodyBytes) bytes stored per item).\n\n"
         s += "| condition | |\n|---|---|\n"
