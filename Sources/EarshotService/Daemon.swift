@@ -160,7 +160,9 @@ public final class Daemon: Sendable {
         health = HealthService(events: events) { statistics.snapshot() }
         let feed = MatchFeed(events: events, counters: counters, logger: logger)
         var library: LibraryService?
-        if c.libraryEnabled {
+        if !c.libraryEnabled {
+            health.setLibraryProblem("the library is turned off (library.enabled = false)")
+        } else {
             var limits = LibraryLimits()
             limits.maximumItems = c.libraryMaximumItemsPerOwner
             limits.maximumBytes = c.libraryMaximumBytesPerOwner

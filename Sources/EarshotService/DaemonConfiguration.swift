@@ -49,7 +49,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// 0 = no limit but the disk's.
     public var libraryMaximumDatabaseMegabytes = 0
     public var libraryReserveBytes = 64 << 20
-    public var libraryChangeLogLength = 10_000
+    public var libraryChangeLogLength = 1000
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
@@ -161,7 +161,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "library.max_bytes_per_owner": libraryMaximumBytesPerOwner = try integer(key, value, 1024...(1 << 40))
         case "library.max_database_mb": libraryMaximumDatabaseMegabytes = try integer(key, value, 0...(1 << 22))
         case "library.reserve_bytes": libraryReserveBytes = try integer(key, value, 0...(1 << 50))
-        case "library.change_log_length": libraryChangeLogLength = try integer(key, value, 1...10_000_000)
+        case "library.change_log_length": libraryChangeLogLength = try integer(key, value, 1...1_000_000)
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)

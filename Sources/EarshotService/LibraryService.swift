@@ -29,8 +29,6 @@ final class LibraryService: Sendable {
     private let watchers = Locked<[String: [Int: AsyncStream<Void>.Continuation]]>([:])
     private let stopping = Atomic<Bool>(false)
     private let nextWatcherID = Atomic<Int>(0)
-    /// A watcher more changes behind than this is told to resync instead of sent them all.
-    static let maximumBacklog: UInt64 = 1000
     /// Backups kept in `backupFolder`; older ones are removed after a new one is written.
     static let backupsKept = 5
 
@@ -68,8 +66,8 @@ final class LibraryService: Sendable {
         server.register(Methods.Library.remove, role: .viewer) { [self] request, call throws(RpcError) in
             let owner = Self.owner(of: call)
             // No disk reserve check: removing is how a full library makes room.
-            let commit = try await library { db throws(LibraryError) in try db.remove(request.ids, owner: owner, nowMs: Self.nowMs()) }
-            return committed(commit)
+            let commit = try await change { db throws(LibraryError) in try db.remove(request.ids, owner: owner, nowMs: Self.nowMs()) }
+            return reply(commit)
         }
         server.register(streaming: Methods.Library.watchLibrary, role: .viewer) { [self] request, call, writer throws(RpcError) in
             try await watch(from: request.fromVersion, owner: Self.owner(of: call), call: call, writer: writer)
@@ -95,9 +93,9 @@ final class LibraryService: Sendable {
         }
         server.register(Methods.Library.deleteOwner, role: .admin) { [self] request, call throws(RpcError) in
             guard !request.owner.isEmpty else { throw RpcError(.invalidArgument, "owner: which owner's items to delete") }
-            let commit = try await library { db throws(LibraryError) in try db.deleteOwner(request.owner, nowMs: Self.nowMs()) }
-            logger.notice("library: \(Self.owner(of: call)) deleted the \(commit.change.version > 0 ? "items" : "library") of \(request.owner)")
-            return committed(commit)
+            let commit = try await change { db throws(LibraryError) in try db.deleteOwner(request.owner, nowMs: Self.nowMs()) }
+            logger.notice("library: \(Self.owner(of: call)) deleted the \(commit.changedCount) items of \(request.owner)")
+            return reply(commit)
         }
         server.register(Methods.Library.backup, role: .admin) { [self] _, call throws(RpcError) in
             try await backup(by: Self.owner(of: call))
@@ -116,8 +114,8 @@ final class LibraryService: Sendable {
         }
         try checkSpace()
         let batch = entries
-        let commit = try await library { db throws(LibraryError) in try db.add(batch, owner: owner, nowMs: now) }
-        return committed(commit)
+        let commit = try await change { db throws(LibraryError) in try db.add(batch, owner: owner, nowMs: now) }
+        return reply(commit)
     }
 
     /// Adds the top item of `result` to `owner`'s library (Match / StreamMatches with
@@ -155,7 +153,7 @@ final class LibraryService: Sendable {
         guard (0...1).contains(item.confidence) else { throw RpcError(.invalidArgument, "confidence \(item.confidence) is outside 0…1") }
         let matchedAt = n.matchedAtUnixMs == 0 ? now : n.matchedAtUnixMs
         guard matchedAt > 0, matchedAt <= now + 86_400_000 else {
-            throw RpcError(.invalidArgument, "matched_at_unix_ms \(n.matchedAtUnixMs) is not a time up to now")
+            throw RpcError(.invalidArgument, "matched_at_unix_ms \(n.matchedAtUnixMs) is not a time before tomorrow")
         }
         var properties = item.mediaItem.customPropertiesJson.trimmingCharacters(in: .whitespacesAndNewlines)
         if properties.isEmpty { properties = "{}" }
@@ -235,9 +233,7 @@ final class LibraryService: Sendable {
         while !Task.isCancelled {
             let start = at
             let (changes, state) = try await library(read: true) { db throws(LibraryError) -> Backlog in
-                // Further behind than a stream should carry: re-reading the items (paged) is cheaper.
                 let now = try db.owner(named: owner)
-                if now.version > start, now.version - start > Self.maximumBacklog { return (nil, now) }
                 guard let changes = try db.changes(owner: owner, after: start, limit: 200) else { return (nil, now) }
                 var withItems: [(LibraryChange, [LibraryItem])] = []
                 for c in changes {
@@ -291,19 +287,23 @@ final class LibraryService: Sendable {
         }
         let stamp = Self.fileStamp()
         let path = (folder as NSString).appendingPathComponent("library-\(stamp).db")
-        let owners = try await library(read: true) { db throws(LibraryError) in
-            try db.backup(to: path)
-            return try db.owners()
+        let owners: [LibraryOwner]
+        do throws(LibraryError) { owners = try await store.backup(to: path) } catch { throw rpcError(error) }
+        var hash = SHA256()
+        var size = 0
+        guard let file = FileHandle(forReadingAtPath: path) else { throw RpcError(.internal, "cannot read the backup \(path) back") }
+        defer { try? file.close() }
+        while let chunk = try? file.read(upToCount: 1 << 20), !chunk.isEmpty {
+            hash.update(Array(chunk))
+            size += chunk.count
         }
-        let bytes: [UInt8]
-        do { bytes = try AtomicFile.read(path) } catch { throw RpcError(.internal, "cannot read the backup back: \(error.message)") }
         var reply = Earshot_V1_LibraryBackupResponse()
         reply.path = path
-        reply.bytes = UInt64(bytes.count)
-        reply.sha256 = bytes.withUnsafeBytes { SHA256.hex(SHA256.hash($0)) }
+        reply.bytes = UInt64(size)
+        reply.sha256 = SHA256.hex(hash.finish())
         reply.owners = UInt32(owners.count)
         reply.items = UInt64(owners.reduce(0) { $0 + $1.itemCount })
-        logger.notice("library: \(caller) wrote a backup to \(path) (\(bytes.count) bytes, \(reply.items) items)")
+        logger.notice("library: \(caller) wrote a backup to \(path) (\(size) bytes, \(reply.items) items)")
         let names = ((try? Directory.names(in: folder)) ?? []).filter { $0.hasPrefix("library-") && $0.hasSuffix(".db") }.sorted()
         for old in names.dropLast(Self.backupsKept) { try? Directory.remove((folder as NSString).appendingPathComponent(old)) }
         return reply
@@ -311,23 +311,35 @@ final class LibraryService: Sendable {
 
     // MARK: Helpers
 
-    /// After a commit: the notice on library/, the owner's watchers woken, and the reply.
-    private func committed(_ commit: LibraryCommit) -> Earshot_V1_LibraryWriteResponse {
-        let hash = store.ownerHash(commit.owner.name)
+    /// After a commit, on the write queue (so in commit order): the notice on library/ and the
+    /// owner's watchers woken.
+    private func announce(_ commit: LibraryCommit) {
         var notice = Earshot_V1_LibraryNotice()
-        notice.ownerHash = hash
+        notice.ownerHash = store.ownerHash(commit.owner.name)
         notice.version = commit.change.version
         notice.itemCount = UInt32(clamping: commit.owner.itemCount)
         notice.kind = switch commit.change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
         notice.changed = UInt32(clamping: commit.changedCount)
         events.publishLibrary(notice)
         for w in watchers.withLock({ Array(($0[commit.owner.name] ?? [:]).values) }) { w.yield(()) }
+    }
+
+    private func reply(_ commit: LibraryCommit) -> Earshot_V1_LibraryWriteResponse {
         var reply = Earshot_V1_LibraryWriteResponse()
         reply.version = commit.change.version
         reply.items = commit.items.map(Self.message)
         reply.itemCount = UInt32(clamping: commit.owner.itemCount)
-        reply.ownerHash = hash
+        reply.ownerHash = store.ownerHash(commit.owner.name)
         return reply
+    }
+
+    /// A write, announced once committed.
+    private func change(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> LibraryCommit) async throws(RpcError) -> LibraryCommit {
+        do throws(LibraryError) {
+            return try await store.write(body) { [self] commit in announce(commit) }
+        } catch {
+            throw rpcError(error)
+        }
     }
 
     /// Writes are refused while the disk is nearly full: the database, and the rest of the
@@ -338,22 +350,22 @@ final class LibraryService: Sendable {
         throw RpcError(.resourceExhausted, "the library's disk has \(free >> 20) MB free, below library.reserve_bytes (\(reserveBytes >> 20) MB): free some space; nothing was changed")
     }
 
-    /// Runs `body` on the database, mapping its errors to status codes.
-    private func library<T: Sendable>(read: Bool = false, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
-        do throws(LibraryError) {
-            return read ? try await store.read(body) : try await store.write(body)
-        } catch {
-            let code: RpcStatusCode = switch error.kind {
-            case .invalidArgument: .invalidArgument
-            case .notFound: .notFound
-            case .resourceExhausted: .resourceExhausted
-            case .dataLoss: .dataLoss
-            case .unavailable: .unavailable
-            case .internal: .internal
-            }
-            if code == .dataLoss || code == .internal { logger.error("library: \(error.message)") }
-            throw RpcError(code, error.message)
+    /// Runs `body` on the reading connection, mapping its errors to status codes.
+    private func library<T: Sendable>(read: Bool, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
+        do throws(LibraryError) { return try await store.read(body) } catch { throw rpcError(error) }
+    }
+
+    private func rpcError(_ error: LibraryError) -> RpcError {
+        let code: RpcStatusCode = switch error.kind {
+        case .invalidArgument: .invalidArgument
+        case .notFound: .notFound
+        case .resourceExhausted: .resourceExhausted
+        case .dataLoss: .dataLoss
+        case .unavailable: .unavailable
+        case .internal: .internal
         }
+        if code == .dataLoss || code == .internal { logger.error("library: \(error.message)") }
+        return RpcError(code, error.message)
     }
 
     static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }

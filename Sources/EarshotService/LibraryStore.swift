@@ -35,10 +35,16 @@ final class LibraryStore: Sendable {
         var problem: LibraryError?
         var writeProblem: LibraryError?
         let note = Self.notePath(path)
-        let noted = (try? AtomicFile.read(note)).map { String(decoding: $0, as: UTF8.self) }
+        let noted = (try? AtomicFile.read(note)).map { Note(String(decoding: $0, as: UTF8.self)) }
+        if let noted, let aside = noted.aside, FileIdentity(path: path) != nil, FileIdentity(path: aside) == nil {
+            // Stopped in the middle of setting a damaged file aside: finish the move.
+            for suffix in ["-wal", "-shm", ""] where FileIdentity(path: path + suffix) != nil && FileIdentity(path: aside + suffix) == nil {
+                try? Directory.rename(path + suffix, to: aside + suffix)
+            }
+            logger.notice("library: finished moving the damaged database aside to \(aside)")
+        }
         if let noted, FileIdentity(path: path) == nil {
-            problem = LibraryError(.dataLoss, noted.trimmingCharacters(in: .whitespacesAndNewlines)
-                                   + " Until then library calls fail; recognition goes on.")
+            problem = LibraryError(.dataLoss, noted.text + " Until then library calls fail; recognition goes on.")
             logger.critical("\(problem!.message)")
         } else {
             if noted != nil {
@@ -95,8 +101,20 @@ final class LibraryStore: Sendable {
     /// Moves a damaged database aside, leaves the note, and says, for the log, Health and every
     /// call, what happened and how to recover.
     private static func setAside(_ path: String, _ damage: LibraryError, logger: Logger) -> LibraryError {
-        let aside: String
-        do throws(SystemError) { aside = try LibraryDatabase.setAside(path, stamp: LibraryService.fileStamp()) } catch {
+        let stamp = LibraryService.fileStamp()
+        let aside = LibraryDatabase.asidePath(path, stamp: stamp)
+        let recovery = """
+            \(damage.message). It was moved to \(aside) (never deleted). To recover: copy the newest backup \
+            (<state>/library-backups/, written by `earshot remote library backup`) to \(path) and restart earshotd; \
+            or delete \(notePath(path)) and restart to begin an empty library. `sqlite3 \(aside) .recover` may save \
+            items from the damaged copy.
+            """
+        // The note first: a crash while the files move leaves the note, and the next start
+        // finishes the move instead of opening what is left.
+        do throws(SystemError) { try AtomicFile.write(Array(Note.text(aside: aside, recovery).utf8), to: notePath(path)) } catch {
+            logger.error("library: cannot leave the note \(notePath(path)): \(error.message)")
+        }
+        do throws(SystemError) { _ = try LibraryDatabase.setAside(path, stamp: stamp) } catch {
             let problem = LibraryError(.dataLoss, """
                 \(damage.message). It could not be moved aside (\(error.message)) and stays at \(path). Recognition goes \
                 on; library calls fail until an operator replaces it with a backup and restarts earshotd.
@@ -104,18 +122,27 @@ final class LibraryStore: Sendable {
             logger.critical("\(problem.message)")
             return problem
         }
-        let recovery = """
-            \(damage.message). It was moved to \(aside) (never deleted). To recover: copy the newest backup \
-            (<state>/library-backups/, written by `earshot remote library backup`) to \(path) and restart earshotd; \
-            or delete \(notePath(path)) and restart to begin an empty library. `sqlite3 \(aside) .recover` may save \
-            items from the damaged copy.
-            """
-        do throws(SystemError) { try AtomicFile.write(Array((recovery + "\n").utf8), to: notePath(path)) } catch {
-            logger.error("library: cannot leave the note \(notePath(path)): \(error.message)")
-        }
         let problem = LibraryError(.dataLoss, recovery + " Recognition goes on.")
         logger.critical("\(problem.message)")
         return problem
+    }
+
+    /// The note beside a set-aside database: its first line says where the files went, the rest
+    /// is for people.
+    struct Note {
+        var aside: String?
+        var text: String
+
+        init(_ contents: String) {
+            var lines = contents.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if let first = lines.first, first.hasPrefix("moved-to ") {
+                aside = String(first.dropFirst("moved-to ".count))
+                lines.removeFirst()
+            }
+            text = lines.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        static func text(aside: String, _ recovery: String) -> String { "moved-to \(aside)\n\(recovery)\n" }
     }
 
     /// How notices name `owner` (the salt is fixed once the database is open: no queue needed).
@@ -128,7 +155,10 @@ final class LibraryStore: Sendable {
     /// commit together in one transaction (group commit): one sync for all, each still all or
     /// nothing in its savepoint. With many clients at once, latency is then one sync, not one
     /// per client queued ahead.
-    func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
+    /// `committed` runs on the write queue right after the commit, before the next one: what it
+    /// publishes goes out in commit order.
+    func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T,
+                            committed: (@Sendable (T) -> Void)? = nil) async throws(LibraryError) -> T {
         guard let writer else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
         if let writeProblem { throw writeProblem }
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
@@ -137,7 +167,10 @@ final class LibraryStore: Sendable {
                     let outcome: Result<T, LibraryError>
                     do throws(LibraryError) { outcome = .success(try body(db)) } catch { outcome = .failure(error) }
                     // Resumed once the transaction's fate is known: a failed commit fails every write in it.
-                    return { commitFailure in continuation.resume(returning: commitFailure.map { .failure($0) } ?? outcome) }
+                    return { commitFailure in
+                        if commitFailure == nil, case .success(let value) = outcome { committed?(value) }
+                        continuation.resume(returning: commitFailure.map { .failure($0) } ?? outcome)
+                    }
                 },
                 fail: { continuation.resume(returning: .failure($0)) })
             let first = pending.withLock { $0.append(job); return $0.count == 1 }
@@ -177,6 +210,26 @@ final class LibraryStore: Sendable {
             for job in jobs.dropFirst(finishers.count) { job.fail(error) }
         }
         if let wal = FileIdentity(path: path + "-wal"), wal.size >= Self.checkpointAtWALBytes { try? db.checkpoint() }
+    }
+
+    /// Writes a consistent copy of the database to `destination` (SQLite's online backup) on a
+    /// connection and queue of its own, so reads and writes go on meanwhile; returns the owners
+    /// as the copy holds them.
+    func backup(to destination: String) async throws(LibraryError) -> [LibraryOwner] {
+        guard writer != nil else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        let (path, limits) = (self.path, LibraryLimits())
+        let result: Result<[LibraryOwner], LibraryError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(LibraryError) {
+                    try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false).backup(to: destination)
+                    let copy = try LibraryDatabase(path: destination, limits: limits, readOnly: true, verify: false)
+                    continuation.resume(returning: .success(try copy.owners()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
     }
 
     /// Runs `body` with the reading connection, on the read queue.

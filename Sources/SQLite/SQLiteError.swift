@@ -22,6 +22,8 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The file is damaged, or is not an SQLite database at all.
     public var isCorrupt: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
+    /// A constraint refused the row (CHECK, UNIQUE, NOT NULL, FOREIGN KEY).
+    public var isConstraint: Bool { code == SQLITE_CONSTRAINT }
     /// The disk, or the database's size limit, is full.
     public var isFull: Bool { code == SQLITE_FULL }
     /// Another connection holds a lock the call needed.

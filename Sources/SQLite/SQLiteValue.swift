@@ -7,8 +7,8 @@ public enum SQLiteValue: Sendable, Equatable {
     case blob([UInt8])
 }
 
-extension SQLiteValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
+// Not ExpressibleByNilLiteral: `scalar(…) != nil` would then compare with `.null`, not "no row".
+extension SQLiteValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     public init(stringLiteral value: String) { self = .text(value) }
     public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(nilLiteral: ()) { self = .null }
 }

@@ -363,7 +363,7 @@ enum LibraryFormat {
             return "\(head): " + names.joined(separator: "; ") + (gone > 0 ? " (+\(gone) removed since)" : "") + " — \(c.itemCount) now"
         case .removed: return "\(head): \(c.itemIds.joined(separator: " ")) — \(c.itemCount) now"
         case .cleared: return "\(head): an admin deleted every item"
-        case .resync: return "\(head): the change log does not reach back; list again (\(c.itemCount) items)"
+        case .resync: return "\(head): too far behind, or the library was restored; list it again (\(c.itemCount) items)"
         case .current: return "\(head): up to date, \(c.itemCount) items"
         default: return head
         }

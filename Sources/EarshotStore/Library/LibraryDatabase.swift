@@ -6,8 +6,9 @@ import SQLite
 ///
 /// WAL mode with `synchronous = FULL`: a write returns only after its transaction is on disk,
 /// so an acknowledged change survives a crash or a power cut, and an unacknowledged one is
-/// either whole or absent. Every write is one `BEGIN IMMEDIATE` transaction, and one owner
-/// thread serialises the writes, so no write ever meets SQLITE_BUSY from another writer.
+/// either whole or absent. Every write is one `BEGIN IMMEDIATE` transaction, or a savepoint in
+/// one shared by several (`transaction`, group commit), and one owner thread serialises the
+/// writes, so no write ever meets SQLITE_BUSY from another writer.
 ///
 /// Not thread-safe: one thread (or serial queue) at a time per instance. Readers may open a
 /// second instance on the same file (`readOnly`) and read while the writer writes.
@@ -47,7 +48,7 @@ public final class LibraryDatabase: @unchecked Sendable {
                 if case .text(let mode)? = try db.scalar("PRAGMA journal_mode = WAL"), mode.lowercased() != "wal" {
                     throw LibraryError(.unavailable, "the library database \(path) cannot use WAL mode (journal mode \(mode))")
                 }
-                try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 8388608")
+                try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 1048576")
                 if callerCheckpoints { try db.execute("PRAGMA wal_autocheckpoint = 0") }
                 if let maximumDatabaseBytes {
                     let pageSize: Int64 = if case .integer(let p)? = try db.scalar("PRAGMA page_size") { p } else { 4096 }
@@ -67,6 +68,9 @@ public final class LibraryDatabase: @unchecked Sendable {
             } else if version < LibrarySchema.currentVersion {
                 throw LibraryError(.unavailable, "the library database \(path) has schema version \(version); open it read-write once to migrate it")
             }
+            if !readOnly, try db.scalar("SELECT 1 FROM meta WHERE key = 'backup_copy'") != nil {
+                try Self.startAfterRestore(db)
+            }
             guard case .blob(let s)? = try db.scalar("SELECT value FROM meta WHERE key = 'owner_salt'"), !s.isEmpty else {
                 throw LibraryError(.dataLoss, "the library database \(path) has no owner salt: it is damaged")
             }
@@ -84,6 +88,27 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// False when SQLite could open the file only for reading (permissions, a read-only mount):
     /// reads work, writes fail.
     public var isWritable: Bool { !db.isReadOnly }
+
+    /// How far every owner's version jumps when a backup is opened as the library: further than
+    /// any client can have got after the backup was taken, so every watcher resyncs.
+    public static let restoreVersionGap: UInt64 = 1 << 32
+
+    /// A backup copy opened as the library (an operator restored it): clients may have seen
+    /// versions after the copy was taken, which the copy's own versions would repeat with other
+    /// contents. Every owner's version jumps by `restoreVersionGap` and the change log is
+    /// emptied, so any watcher gets RESYNC and re-reads; then the mark is removed.
+    private static func startAfterRestore(_ db: SQLiteConnection) throws(SQLiteError) {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            try db.run("UPDATE owners SET version = version + ?", [.integer(Int64(restoreVersionGap))])
+            try db.run("DELETE FROM changes")
+            try db.run("DELETE FROM meta WHERE key = 'backup_copy'")
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
 
     /// The database's schema version (for tests and diagnostics).
     public func schemaVersion() throws(LibraryError) -> Int64 {
@@ -214,30 +239,44 @@ public final class LibraryDatabase: @unchecked Sendable {
         if let from = query.matchedFromMs { conditions.append("\(order).matched_ms >= ?"); values.append(.integer(from)) }
         if let before = query.matchedBeforeMs { conditions.append("\(order).matched_ms < ?"); values.append(.integer(before)) }
         if let after = query.after {
-            conditions.append("(\(order).matched_ms < ? OR (\(order).matched_ms = ? AND \(order).sequence < ?))")
+            // The first term lets SQLite start the index range at the cursor.
+            conditions.append("\(order).matched_ms <= ? AND (\(order).matched_ms < ? OR \(order).sequence < ?)")
             values += [.integer(after.matchedAtMs), .integer(after.matchedAtMs), .integer(after.sequence)]
         }
         values.append(.integer(Int64(query.limit + 1)))
+        // The owner's version is read before the page: a page never holds less than its version
+        // says (a change committed in between is replayed by a watcher starting there, harmlessly).
+        let owner = try find(name) ?? .empty(name)
         let source = query.property == nil ? "items i" : "item_properties p JOIN items i ON i.sequence = p.sequence"
         let sqlText = """
             SELECT i.sequence, i.id, i.added_ms, i.matched_ms, i.catalog, i.catalog_version, i.custom_properties, i.body
             FROM \(source) WHERE \(conditions.joined(separator: " AND "))
             ORDER BY \(order).matched_ms DESC, \(order).sequence DESC LIMIT ?
             """
-        var items: [LibraryItem] = try sql { () throws(SQLiteError) in
+        let (items, more): ([LibraryItem], Bool) = try sql { () throws(SQLiteError) in
             let s = try db.statement(sqlText, values)
             defer { s.release() }
             var rows: [LibraryItem] = []
-            while try s.step() { rows.append(Self.item(s)) }
-            return rows
+            var bytes = 0
+            while try s.step() {
+                let item = Self.item(s)
+                // A full page, or one that would outgrow a message (items may be up to 64 KiB):
+                // more follow.
+                if rows.count == query.limit || (!rows.isEmpty && bytes + item.entry.body.count > Self.maximumPageBytes) {
+                    return (rows, true)
+                }
+                bytes += item.entry.body.count
+                rows.append(item)
+            }
+            return (rows, false)
         }
-        var next: LibraryCursor?
-        if items.count > query.limit {
-            items.removeLast()
-            next = items.last.map(LibraryCursor.init)
-        }
-        return LibraryPage(items: items, next: next, owner: try find(name) ?? .empty(name))
+        let next = more ? items.last.map(LibraryCursor.init) : nil
+        return LibraryPage(items: items, next: next, owner: owner)
     }
+
+    /// The most item bytes one page carries (bodies): a page of large items ends early, with a
+    /// cursor, so a reply stays well under the RPC message limit.
+    public static let maximumPageBytes = 1 << 20
 
     /// `owner`'s items among `ids`, in the order of `ids` (missing ones left out).
     public func items(owner name: String, ids: [String]) throws(LibraryError) -> [LibraryItem] {
@@ -305,8 +344,11 @@ public final class LibraryDatabase: @unchecked Sendable {
             do {
                 let copy = try SQLiteConnection(path: temporary, mode: .create)
                 try db.backup(into: copy)
-                // The copy is written in rollback-journal mode and synced by its commit.
+                // The copy is written in rollback-journal mode and synced by its commit. It is
+                // marked, so that opened as the library (restored) it makes every client resync.
                 try copy.execute("PRAGMA journal_mode = DELETE")
+                try copy.execute("PRAGMA synchronous = FULL")
+                try copy.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('backup_copy', x'01')")
             }
             try Directory.rename(temporary, to: destination)
         } catch let error as SQLiteError {
@@ -320,10 +362,13 @@ public final class LibraryDatabase: @unchecked Sendable {
         }
     }
 
+    /// Where `setAside(_:stamp:)` moves `path`.
+    public static func asidePath(_ path: String, stamp: String) -> String { "\(path).damaged-\(stamp)" }
+
     /// Moves a damaged database file and its WAL and shared-memory files aside as
     /// `<path>.damaged-<stamp>` (never deleting anything); returns the new path.
     public static func setAside(_ path: String, stamp: String) throws(SystemError) -> String {
-        let aside = "\(path).damaged-\(stamp)"
+        let aside = asidePath(path, stamp: stamp)
         // A rename replaces its target: an earlier file set aside with the same stamp would be lost.
         for suffix in ["", "-wal", "-shm"] where FileIdentity(path: aside + suffix) != nil {
             throw SystemError("cannot set \(path) aside: \(aside + suffix) exists", code: 0)
@@ -342,14 +387,23 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// go on. Nothing is durable until this returns; if it throws, none of them happened.
     public func transaction(_ body: () throws(LibraryError) -> Void) throws(LibraryError) {
         try sql { () throws(SQLiteError) in try db.execute("BEGIN IMMEDIATE") }
-        do {
+        group = .open
+        defer { group = nil }
+        do throws(LibraryError) {
             try body()
+            // SQLite rolled the whole transaction back under one write (an I/O error, out of
+            // memory): the writes before it are gone too, so none of them may be reported done.
+            if case .aborted(let error) = group { throw error }
             try sql { () throws(SQLiteError) in try db.execute("COMMIT") }
         } catch {
             if db.inTransaction { try? db.execute("ROLLBACK") }
             throw error
         }
     }
+
+    /// Inside `transaction`: open, or aborted by SQLite (with why).
+    private enum Group { case open, aborted(LibraryError) }
+    private var group: Group?
 
     /// Copies the WAL's committed pages into the database file when no reader needs them
     /// (`wal_checkpoint(PASSIVE)`). Opened with `callerCheckpoints`, the writer never checkpoints
@@ -361,16 +415,25 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// Runs `body` as one write: its own `BEGIN IMMEDIATE` transaction, committed (and synced)
     /// when it returns and rolled back when it throws — or, inside `transaction`, a savepoint.
     private func write<T>(_ body: () throws(LibraryError) -> T) throws(LibraryError) -> T {
-        if db.inTransaction {
+        switch group {
+        case .aborted(let error)?:
+            throw error
+        case .open?:
             try sql { () throws(SQLiteError) in try db.execute("SAVEPOINT one_write") }
             do {
                 let result = try body()
                 try sql { () throws(SQLiteError) in try db.execute("RELEASE one_write") }
                 return result
             } catch {
-                try? db.execute("ROLLBACK TO one_write; RELEASE one_write")
+                if db.inTransaction {
+                    try? db.execute("ROLLBACK TO one_write; RELEASE one_write")
+                } else {
+                    group = .aborted(LibraryError(error.kind, "the group of writes was rolled back: \(error.message)"))
+                }
                 throw error
             }
+        case nil:
+            break
         }
         try sql { () throws(SQLiteError) in try db.execute("BEGIN IMMEDIATE") }
         do {
@@ -435,8 +498,9 @@ public final class LibraryDatabase: @unchecked Sendable {
 
     /// A library error for an SQLite failure, by what it means for the caller.
     static func failure(_ error: SQLiteError, doing what: String) -> LibraryError {
+        if error.isConstraint { return LibraryError(.invalidArgument, "\(what): \(error.message)") }
         if error.isCorrupt { return LibraryError(.dataLoss, "\(what): the file is damaged or not a library database (\(error.message))") }
-        if error.isFull { return LibraryError(.resourceExhausted, "\(what): no space left (\(error.message)): free disk space or raise library.max_database_mb") }
+        if error.isFull { return LibraryError(.resourceExhausted, "\(what): no space left (\(error.message)): free disk space, remove items, or raise library.max_database_mb if it is set") }
         if error.isReadOnly { return LibraryError(.unavailable, "\(what): cannot write (\(error.message)): check the state folder's permissions and mount") }
         if error.cannotOpen || error.isIOError || error.isBusy { return LibraryError(.unavailable, "\(what): \(error.message)") }
         return LibraryError(.internal, "\(what): \(error.message)")

@@ -135,8 +135,9 @@ public struct LibraryLimits: Sendable, Equatable {
     public var maximumItemBytes = 64 << 10
     /// The most items one Add or Remove may carry.
     public var maximumBatch = 1000
-    /// Changes kept per owner: a watcher further behind than this re-reads its items.
-    public var changeLogLength = 10_000
+    /// Changes kept per owner: a watcher further behind than this re-reads its items (cheaper
+    /// than a long replay, and the log stays small: at most 1000 ids a change).
+    public var changeLogLength = 1000
 
     public init() {}
 }

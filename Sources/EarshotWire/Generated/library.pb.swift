@@ -227,9 +227,9 @@ public nonisolated struct Earshot_V1_LibraryChange: Sendable {
     /// An admin deleted all of the owner's items.
     case cleared // = 3
 
-    /// The change log does not reach back to from_version, the client is more than 1000 changes
-    /// behind, or from_version is ahead of the library: read the items again with Items; changes
-    /// continue from `version`.
+    /// The change log (library.change_log_length changes per owner, 1000 by default) does not
+    /// reach back to from_version, from_version is ahead of the library, or the library was
+    /// restored from a backup: read the items again with Items; changes continue from `version`.
     case resync // = 4
 
     /// The backlog is over: the client is at `version`.

@@ -762,13 +762,14 @@ class Client:
 
     def watch_library(self, from_version: int = 0, timeout: Optional[float] = None) -> "ResponseStream":
         """Library/WatchLibrary: a :class:`ResponseStream` of ``pb.LibraryChange``. First every
-        change after ``from_version`` (the last version you applied; 0 = from the oldest change
-        kept), oldest first; then one ``KIND_CURRENT`` (you are at its ``.version``); then each
+        change after ``from_version`` (the last version you applied; 0 = from the first),
+        oldest first; then one ``KIND_CURRENT`` (you are at its ``.version``); then each
         change as it commits. Kinds: ``KIND_ADDED`` (``.item_ids``, and ``.items`` for those
         still in the library), ``KIND_REMOVED`` (``.item_ids``), ``KIND_CLEARED`` (an admin
-        deleted all the items), ``KIND_RESYNC`` (the change log does not reach back to
-        ``from_version``: read the items again with :meth:`library_all_items`; changes go on from
-        its ``.version``). Every change has ``.version`` (one more than the one before) and
+        deleted all the items), ``KIND_RESYNC`` (the change log, 1000 changes per owner by
+        default, does not reach back to ``from_version``, ``from_version`` is ahead of the
+        library, or the library was restored from a backup: read the items again with
+        :meth:`library_all_items`; changes go on from its ``.version``). Every change has ``.version`` (one more than the one before) and
         ``.item_count`` (the items when it was sent). After a disconnect, watch again from the
         last version applied: nothing is missed or repeated. :class:`~earshot_client.LibraryMirror`
         does all of this."""
