@@ -53,6 +53,19 @@ public final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` in `BEGIN IMMEDIATE` … `COMMIT` (the write lock taken at once); rolled back
+    /// when it throws.
+    public func immediateTransaction(_ body: () throws(SQLiteError) -> Void) throws(SQLiteError) {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try execute("COMMIT")
+        } catch {
+            if inTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
     /// A new prepared statement, owned by the caller.
     public func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         var statement: OpaquePointer?

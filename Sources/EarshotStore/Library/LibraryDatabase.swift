@@ -54,15 +54,11 @@ public final class LibraryDatabase: @unchecked Sendable {
                     let pageSize: Int64 = if case .integer(let p)? = try db.scalar("PRAGMA page_size") { p } else { 4096 }
                     try db.execute("PRAGMA max_page_count = \(max(1, Int64(maximumDatabaseBytes) / pageSize))")
                 }
+                let connection = db  // not `self` in the closure: init is not over
                 for step in Int(version)..<LibrarySchema.migrations.count {
-                    try db.execute("BEGIN IMMEDIATE")
-                    do {
-                        try db.execute(LibrarySchema.migrations[step])
-                        try db.setUserVersion(Int64(step + 1))
-                        try db.execute("COMMIT")
-                    } catch {
-                        try? db.execute("ROLLBACK")
-                        throw error
+                    try connection.immediateTransaction { () throws(SQLiteError) in
+                        try connection.execute(LibrarySchema.migrations[step])
+                        try connection.setUserVersion(Int64(step + 1))
                     }
                 }
             } else if version < LibrarySchema.currentVersion {
@@ -98,15 +94,10 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// contents. Every owner's version jumps by `restoreVersionGap` and the change log is
     /// emptied, so any watcher gets RESYNC and re-reads; then the mark is removed.
     private static func startAfterRestore(_ db: SQLiteConnection) throws(SQLiteError) {
-        try db.execute("BEGIN IMMEDIATE")
-        do {
+        try db.immediateTransaction { () throws(SQLiteError) in
             try db.run("UPDATE owners SET version = version + ?", [.integer(Int64(restoreVersionGap))])
             try db.run("DELETE FROM changes")
             try db.run("DELETE FROM meta WHERE key = 'backup_copy'")
-            try db.execute("COMMIT")
-        } catch {
-            try? db.execute("ROLLBACK")
-            throw error
         }
     }
 
