@@ -16,12 +16,13 @@ struct RemoteLibraryCommand: ParsableCommand {
             allow-list): nobody else sees or removes its items. Items are listed newest match first.
 
             Examples:
-              earshot remote library                         (list: the newest 50)
-              earshot remote library add --from-last-match   (what the daemon is following now)
-              earshot remote library add --match             (match now, and add the result)
-              earshot remote library list --catalog show --since 2026-11-01 --property genre='"jazz"'
+              earshot remote library                  (list: the newest 50)
+              earshot remote library add --from-last-match
+                                                      (what the daemon follows now)
+              earshot remote library add --match      (match now, and add the result)
+              earshot remote library list --since 2026-11-01 --property genre='"jazz"'
               earshot remote library remove 3f2a… 9c41…
-              earshot remote library watch                   (changes as they happen)
+              earshot remote library watch            (changes as they happen)
               earshot remote library export -o mine.json
             Admin keys only:
               earshot remote library owners
