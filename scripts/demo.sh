@@ -66,6 +66,10 @@ echo; echo "\$ earshot remote state"
 "$bin/earshot" remote state
 echo; echo "\$ earshot remote stream --duration 5 --repeats   # results as the programme plays (from 5 s the quiz item too)"
 "$bin/earshot" remote stream --duration 5 --repeats || true
+echo; echo "\$ earshot remote library add --from-last-match   # keep it in this client's library (SQLite on the box)"
+"$bin/earshot" remote library add --from-last-match || true
+echo; echo "\$ earshot remote library"
+"$bin/earshot" remote library || true
 
 if [ "$keep" -eq 1 ]; then
   echo; echo "demo: earshotd keeps running (pid $daemon_pid). In another terminal:"
