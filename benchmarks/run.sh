@@ -6,7 +6,8 @@
 #   benchmarks/run.sh all --quick     #     e.g. --quick, --queries 200, --seed 7
 #   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
 #
-# Installs what is missing (lame, sox, libsox-fmt-all from Debian), fetches the corpus into
+# Installs what is missing (lame, sox, libsox-fmt-all, espeak-ng, festival and two of its voices
+# from Debian), fetches the corpus into
 # benchmarks/cache (git-ignored), builds earshot-bench in release mode and runs it.
 set -euo pipefail
 
@@ -20,6 +21,10 @@ if [[ "${1:-}" != library ]]; then
     command -v lame >/dev/null || need+=(lame)
     command -v sox >/dev/null || need+=(sox)
     dpkg -s libsox-fmt-all >/dev/null 2>&1 || need+=(libsox-fmt-all)
+    command -v espeak-ng >/dev/null || need+=(espeak-ng)   # people talking over the programme:
+    command -v text2wave >/dev/null || need+=(festival)     # espeak-ng's and Festival's voices
+    dpkg -s festvox-us-slt-hts >/dev/null 2>&1 || need+=(festvox-us-slt-hts)
+    dpkg -s festvox-kallpc16k >/dev/null 2>&1 || need+=(festvox-kallpc16k)
     if ((${#need[@]})); then
         echo "installing: ${need[*]}"
         sudo=""

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Deterministic degradations of mono audio for tests and the benchmark: noise, band limits,
-/// speed changes and room reverberation.
+/// Deterministic degradations of mono audio for tests and the benchmark: noise (white, pink,
+/// brown), other sounds mixed in, band limits, speed changes and room reverberation.
 public enum Degradations {
     /// Adds white Gaussian noise at `snr` dB relative to the signal's mean power.
     public static func addWhiteNoise(_ x: [Float], snr: Double, seed: UInt64) -> [Float] {
@@ -9,6 +9,76 @@ public enum Degradations {
         let power = x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count))
         let sigma = (power / pow(10, snr / 10)).squareRoot()
         return x.map { $0 + Float(sigma * rng.gaussian()) }
+    }
+
+    /// The colour of added noise: white (flat), pink (power falling 3 dB per octave, like most
+    /// room and fan noise) or brown (6 dB per octave: rumble, traffic, a distant hoover).
+    public enum NoiseColor: Sendable {
+        case white, pink, brown
+    }
+
+    /// Adds noise of `color` at `snr` dB relative to the signal's mean power.
+    public static func addNoise(_ x: [Float], color: NoiseColor, snr: Double, seed: UInt64) -> [Float] {
+        if color == .white { return addWhiteNoise(x, snr: snr, seed: seed) }
+        var rng = SeededRandom(seed: seed)
+        var noise = [Float](repeating: 0, count: x.count)
+        switch color {
+        case .pink:
+            // Voss–McCartney: 16 random values, row k redrawn every 2^k samples, summed, plus a
+            // fresh white value: a 1/f spectrum over the whole audio band.
+            var rows = (0..<16).map { _ in rng.gaussian() }
+            var running = rows.reduce(0, +)
+            for n in 0..<x.count {
+                let k = (n + 1).trailingZeroBitCount
+                if k < rows.count {
+                    let fresh = rng.gaussian()
+                    running += fresh - rows[k]
+                    rows[k] = fresh
+                }
+                noise[n] = Float(running + rng.gaussian())
+            }
+        case .brown:
+            // Integrated white noise, with a slight leak so it cannot wander off (a corner near 3 Hz).
+            var level = 0.0
+            for n in 0..<x.count {
+                level = 0.999 * level + rng.gaussian()
+                noise[n] = Float(level)
+            }
+        case .white:
+            break
+        }
+        return mix(x, with: noise, ratio: -snr)
+    }
+
+    /// Mean power of `x` over its active 20 ms frames: those within 40 dB of the loudest. Speech
+    /// with pauses is "as loud as" a programme when its active level equals the programme's.
+    public static func activePower(_ x: [Float], sampleRate: Double) -> Double {
+        let frame = max(1, Int(0.02 * sampleRate))
+        var powers: [Double] = []
+        var i = 0
+        while i + frame <= x.count {
+            var sum = 0.0
+            for n in i..<(i + frame) { sum += Double(x[n]) * Double(x[n]) }
+            powers.append(sum / Double(frame))
+            i += frame
+        }
+        guard let loudest = powers.max(), loudest > 0 else { return 0 }
+        let active = powers.filter { $0 >= loudest * 1e-4 }
+        return active.reduce(0, +) / Double(active.count)
+    }
+
+    /// Adds `interference` (cut or zero-padded to `x`'s length) scaled so that its power is
+    /// `ratio` dB relative to `x`'s mean power. `interferencePower` overrides how the
+    /// interference's power is measured (e.g. `activePower` for speech with pauses).
+    public static func mix(_ x: [Float], with interference: [Float], ratio: Double, interferencePower: Double? = nil) -> [Float] {
+        let power = x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count))
+        let count = min(x.count, interference.count)
+        let own = interferencePower ?? interference.prefix(count).reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, count))
+        guard own > 0 else { return x }
+        let gain = Float((power * pow(10, ratio / 10) / own).squareRoot())
+        var y = x
+        for n in 0..<count { y[n] += gain * interference[n] }
+        return y
     }
 
     /// Plays the audio `factor`× fast, pitch and tempo together (like a PAL speed-up): windowed-sinc

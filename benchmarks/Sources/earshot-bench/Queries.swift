@@ -15,6 +15,15 @@ struct Condition: Sendable {
         /// Tempo only, pitch kept (`sox tempo`).
         case tempo(Double)
         case reverbNoise(rt60: Double, snr: Double)
+        /// Pink or brown noise at `snr` dB (negative: louder than the programme).
+        case coloredNoise(Degradations.NoiseColor, snr: Double)
+        /// People talking over the programme (`SpeechPool`), their active level `ratio` dB
+        /// relative to the programme's (0: as loud as the TV; +5: louder).
+        case speech(ratio: Double)
+        /// Another piece of music (a held-out file) mixed in at `ratio` dB.
+        case otherMusic(ratio: Double)
+        /// Pitch only, tempo kept (`sox pitch`), in cents.
+        case pitch(cents: Double)
     }
 
     var key: String
@@ -39,6 +48,7 @@ struct Condition: Sendable {
     /// True frequency skew (query frequency / reference frequency − 1).
     var pitchSkew: Double {
         if case .speed(let f) = transform { return f - 1 }
+        if case .pitch(let cents) = transform { return pow(2, cents / 1200) - 1 }
         return 0
     }
 
@@ -49,7 +59,8 @@ struct Condition: Sendable {
     var tool: String? {
         switch transform {
         case .mp3: "lame"
-        case .tempo: "sox"
+        case .tempo, .pitch: "sox"
+        case .speech: "espeak-ng"
         default: nil
         }
     }
@@ -66,7 +77,28 @@ struct Condition: Sendable {
         Condition(key: "tempo+5", name: "10 s tempo +5 % (sox, pitch kept)", length: 10, transform: .tempo(1.05), target: 90),
         Condition(key: "reverb", name: "10 s reverb RT60 0.6 s + noise 5 dB", length: 10,
                   transform: .reverbNoise(rt60: 0.6, snr: 5), target: 90),
+        // The living room (issue 16): people talking, other music, pitch-only shifts, rooms,
+        // coloured noise. Targets from the issue.
+        Condition(key: "speech0", name: "10 s + people talking, as loud as the TV (0 dB)", length: 10,
+                  transform: .speech(ratio: 0), target: 80),
+        Condition(key: "speech+5", name: "10 s + people talking, 5 dB louder than the TV", length: 10,
+                  transform: .speech(ratio: 5), target: nil),
+        Condition(key: "speech+10", name: "10 s + people talking, 10 dB louder than the TV", length: 10,
+                  transform: .speech(ratio: 10), target: nil),
+        Condition(key: "music0", name: "10 s + other music at the same level (0 dB)", length: 10,
+                  transform: .otherMusic(ratio: 0), target: 90),
+        Condition(key: "pitch+1", name: "10 s pitch +1 semitone (sox, tempo kept)", length: 10, transform: .pitch(cents: 100), target: 97),
+        Condition(key: "pitch-1", name: "10 s pitch −1 semitone (sox, tempo kept)", length: 10, transform: .pitch(cents: -100), target: 97),
+        Condition(key: "room0.3", name: "10 s room RT60 0.3 s + noise 5 dB", length: 10,
+                  transform: .reverbNoise(rt60: 0.3, snr: 5), target: 95),
+        Condition(key: "room0.8", name: "10 s room RT60 0.8 s + noise 5 dB", length: 10,
+                  transform: .reverbNoise(rt60: 0.8, snr: 5), target: 95),
+        Condition(key: "pink-5", name: "10 s + pink noise −5 dB SNR", length: 10, transform: .coloredNoise(.pink, snr: -5), target: 90),
+        Condition(key: "brown-5", name: "10 s + brown noise −5 dB SNR", length: 10, transform: .coloredNoise(.brown, snr: -5), target: 90),
     ]
+
+    /// The living-room conditions (issue 16), also measured at scale.
+    static let livingRoom = ["speech0", "speech+5", "speech+10", "music0", "pitch+1", "pitch-1", "room0.3", "room0.8", "pink-5", "brown-5"]
 
     /// The longest source span any condition cuts, which bounds where queries may start.
     static var longestSourceSpan: Double { all.map(\.sourceSpan).max()! }
@@ -119,6 +151,10 @@ final class QueryMaker {
     let lame = Shell.which("lame")
     let sox = Shell.which("sox")
     let sampleRate = FingerprintParameters.sampleRate
+    /// Conversation to talk over the programme with (`SpeechPool`); nil: speech conditions skip.
+    var speech: [Float]?
+    /// Music that may play over the programme: held-out files (never the query's own).
+    var interferers: [Recording] = []
 
     init(workDirectory: String) {
         self.workDirectory = workDirectory
@@ -128,7 +164,9 @@ final class QueryMaker {
     func unavailable(_ condition: Condition) -> String? {
         switch condition.transform {
         case .mp3 where lame == nil: "skipped: lame missing"
-        case .tempo where sox == nil: "skipped: sox missing"
+        case .tempo where sox == nil, .pitch where sox == nil: "skipped: sox missing"
+        case .speech where speech == nil: "skipped: espeak-ng or festival (text2wave) missing"
+        case .otherMusic where interferers.count < 2: "skipped: fewer than two held-out files to play over the programme"
         default: nil
         }
     }
@@ -164,6 +202,28 @@ final class QueryMaker {
             let wet = Degradations.reverberate(cut(x, from: start - pre, count: length + pre), rt60: rt60,
                                                sampleRate: sr, seed: seed)
             return Degradations.addWhiteNoise(Array(wet[pre...]), snr: snr, seed: seed &+ 1)
+        case .coloredNoise(let color, let snr):
+            return Degradations.addNoise(cut(x, from: start, count: length), color: color, snr: snr, seed: seed)
+        case .speech(let ratio):
+            guard let speech, speech.count > length else { throw BenchError("no speech pool") }
+            var rng = SeededRandom(seed: deriveSeed(seed, 0x7A1C))
+            let talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+            return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
+                                    interferencePower: Degradations.activePower(talk, sampleRate: sr))
+        case .otherMusic(let ratio):
+            var rng = SeededRandom(seed: deriveSeed(seed, 0x0A5C))
+            let others = interferers.filter { $0.id != recording.id && $0.samples.count > length }
+            guard !others.isEmpty else { throw BenchError("no other music") }
+            let other = others[Int(rng.next() % UInt64(others.count))]
+            let music = cut(other.samples, from: Int(rng.next() % UInt64(other.samples.count - length)), count: length)
+            return Degradations.mix(cut(x, from: start, count: length), with: music, ratio: ratio)
+        case .pitch(let cents):
+            guard let sox else { throw BenchError("sox missing") }
+            let wav = "\(workDirectory)/pitch-in.wav", out = "\(workDirectory)/pitch-out.wav"
+            try WAV.write(cut(x, from: start, count: length), sampleRate: Int(sr), to: wav)
+            let r = try Shell.run(sox, [wav, out, "pitch", String(cents)])
+            guard r.status == 0 else { throw BenchError("sox failed: \(r.error)") }
+            return Array(try decode(out).prefix(length))
         case .mp3(let kbps):
             guard let lame else { throw BenchError("lame missing") }
             let wav = "\(workDirectory)/mp3-in.wav", mp3 = "\(workDirectory)/mp3-out.mp3"

@@ -204,6 +204,10 @@ enum RecognitionBenchmark {
     static func run(options: Options, prepared p: Prepared, workDirectory: String) throws -> [ConditionReport] {
         let matcher = Matcher(catalog: try MappedCatalog(contentsOf: p.catalogPath))
         let maker = QueryMaker(workDirectory: workDirectory)
+        maker.interferers = p.heldOutFiles.map { p.recordings[$0] }
+        if options.conditions.map({ $0.contains { $0.hasPrefix("speech") } }) ?? true {
+            maker.speech = try SpeechPool.make(cacheDirectory: "\(options.root)/benchmarks/cache", seed: options.seed)
+        }
         let positives = Preparation.positivePlans(p, count: options.queriesPerCondition, seed: options.seed)
         let negatives = Preparation.negativePlans(p, count: options.negativesPerCondition, seed: options.seed)
         var conditions = Condition.all

@@ -111,6 +111,8 @@ enum ScaleBenchmark {
         // Queries: 10 s clean and 10 s + 0 dB noise excerpts of catalog files (in the catalog),
         // and 10 s excerpts of held-out files and synthetic music (not in it).
         let maker = QueryMaker(workDirectory: workDirectory)
+        maker.interferers = p.heldOutFiles.map { p.recordings[$0] }
+        maker.speech = try SpeechPool.make(cacheDirectory: "\(options.root)/benchmarks/cache", seed: options.seed)
         let n = options.queriesPerCondition
         var queries: [ScaleQuery] = []
         var encoded: [UInt8] = []
@@ -130,6 +132,11 @@ enum ScaleBenchmark {
         let positivePlans = Preparation.positivePlans(p, count: n, seed: deriveSeed(options.seed, 0x5CA1E))
         try add(clean, positivePlans, positive: true, seed: deriveSeed(options.seed, 11))
         try add(noisy, Array(positivePlans.prefix(max(1, n / 2))), positive: true, seed: deriveSeed(options.seed, 12))
+        // The living room at scale too: half as many queries per condition.
+        for (k, key) in Condition.livingRoom.enumerated() {
+            guard let condition = Condition.all.first(where: { $0.key == key }), maker.unavailable(condition) == nil else { continue }
+            try add(condition, Array(positivePlans.prefix(max(1, n / 2))), positive: true, seed: deriveSeed(options.seed, 100 + UInt64(k)))
+        }
         try add(clean, Preparation.negativePlans(p, count: n, seed: deriveSeed(options.seed, 0x5CA1E)), positive: false,
                 seed: deriveSeed(options.seed, 13))
         let queryFile = "\(workDirectory)/scale-queries.bin"
