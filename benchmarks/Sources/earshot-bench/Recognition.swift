@@ -147,6 +147,11 @@ struct Outcome {
     /// Peak overlap between the clean excerpt and the top reference at the reported offset
     /// (computed for every result that is not correct, and for correct 10 s clean matches).
     var overlap: Double?
+    /// Positives of conditions that keep time and pitch: the share of the clean excerpt's query
+    /// peaks still in the degraded query (±1.5 frames, ±1.5 bins), overall and by band
+    /// (`PeakSurvival.bands`), and the degraded query's peak count over the clean one's.
+    var survival: [Double]?
+    var peakRatio: Double?
 
     /// The reference holds this very audio at the reported place (a shared or repeated section).
     var sharedAudio: Bool { (overlap ?? 0) >= PeakOverlap.sharedAudioThreshold }
@@ -259,6 +264,7 @@ enum RecognitionBenchmark {
                 continue
             }
             let t0 = Clock.now()
+            let cleanCut = Condition(key: "clean", name: "clean", length: condition.length, transform: .none)
             for (positive, plans) in [(true, positives), (false, negatives)] {
                 for (qi, plan) in plans.enumerated() {
                     let recording = p.recordings[plan.source]
@@ -270,6 +276,13 @@ enum RecognitionBenchmark {
                         let audio = try maker.make(condition, from: recording, plan: plan, seed: seed)
                         o.queryLevel = Fingerprint.rmsDBFS(audio)
                         let signature = try Fingerprint.signature(of: audio)
+                        if positive, condition.rate == 1, condition.pitchSkew == 0,
+                           let clean = try? Fingerprint.signature(of: maker.make(cleanCut, from: recording, plan: plan, seed: 0)).peaks,
+                           !clean.isEmpty
+                        {
+                            o.survival = PeakSurvival.fractions(clean: clean, degraded: signature.peaks)
+                            o.peakRatio = Double(signature.peaks.count) / Double(clean.count)
+                        }
                         let t = Clock.now(), c = Clock.threadCPU()
                         let result = matcher.match(signature)
                         o.matchMilliseconds = (Clock.now() - t) * 1000
@@ -338,5 +351,18 @@ enum RecognitionBenchmark {
                Fmt.f(Stats.percentile(r.matchTimes, 50), 2) as NSString, Fmt.f(Stats.percentile(r.matchTimes, 99), 2) as NSString,
                Fmt.f(Stats.percentile(r.trueConfidences, 5), 2) as NSString,
                Fmt.f(r.negativeConfidences.max(), 2) as NSString, r.seconds)
+    }
+}
+
+/// Which of a query's peaks a degradation leaves, by band: why queries fail.
+enum PeakSurvival {
+    /// FFT-bin bands: 250–630 Hz, 630 Hz–1.6 kHz, 1.6–4 kHz.
+    static let bands: [(name: String, low: Float, high: Float)] = [("250–630 Hz", 0, 40), ("630 Hz–1.6 kHz", 40, 102), ("1.6–4 kHz", 102, 10_000)]
+
+    /// [all, band 1, band 2, band 3]: the share of `clean` peaks with a `degraded` peak close by.
+    static func fractions(clean: [Peak], degraded: [Peak]) -> [Double] {
+        [PeakOverlap.fraction(query: clean, reference: degraded, offset: 0)] + bands.map { b in
+            PeakOverlap.fraction(query: clean.filter { $0.bin >= b.low && $0.bin < b.high }, reference: degraded, offset: 0)
+        }
     }
 }

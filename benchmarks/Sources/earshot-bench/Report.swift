@@ -254,8 +254,33 @@ enum Report {
         s += ". Classes used above: ≥ \(Int(PeakOverlap.sharedAudioThreshold * 100)) % = same audio (both files, or two places "
         s += "of one file, contain it); \(Int(PeakOverlap.similarMaterialThreshold * 100))–\(Int(PeakOverlap.sharedAudioThreshold * 100)) % = similar material "
         s += "(a common loop or pattern; still a false positive for the product); below = chance alignment (a recognizer weakness).\n"
+        s += survivalTable(ran)
         s += "\n(Verdicts: miss = no match; wrong-item = another file on top and the right one absent; wrong-top = the right file "
         s += "matched but not first; offset-off = right file, offset error > 0.1 s. Per-query rows: `benchmarks/cache/last-run-queries.tsv`.)\n"
+        return s
+    }
+
+    /// Which peaks survive each degradation (conditions that keep time and pitch): medians over
+    /// the positives, and over the ones that failed.
+    static func survivalTable(_ reports: [ConditionReport]) -> String {
+        let measured = reports.filter { r in r.positives.contains { $0.survival != nil } }
+        guard !measured.isEmpty else { return "" }
+        func median(_ o: [Outcome], _ i: Int) -> String { Fmt.f(Stats.median(o.compactMap { $0.survival?[i] }).map { $0 * 100 }, 0) }
+        var s = "\nWhich query peaks survive (medians over the positives; in brackets over the failed ones): the share of the clean "
+        s += "excerpt's peaks still in the degraded query (±1.5 frames, ±1.5 bins), overall and by band, and the degraded query's "
+        s += "peaks per clean peak (above 1: the interference brings peaks of its own, which take the places of the programme's).\n\n"
+        s += "| condition | recall | peaks kept % | " + PeakSurvival.bands.map(\.name).joined(separator: " | ") + " | peaks vs clean |\n"
+        s += "|---|---|---|" + PeakSurvival.bands.map { _ in "---|" }.joined() + "---|\n"
+        for r in measured {
+            let all = r.positives.filter { $0.survival != nil }, failed = all.filter { !$0.correct }
+            var row = "| \(r.condition.name) | \(Fmt.pct(all.filter(\.correct).count, all.count)) | \(median(all, 0))"
+            row += failed.isEmpty ? "" : " (\(median(failed, 0)))"
+            for i in 1...PeakSurvival.bands.count {
+                row += " | \(median(all, i))" + (failed.isEmpty ? "" : " (\(median(failed, i)))")
+            }
+            row += " | \(Fmt.f(Stats.median(all.compactMap(\.peakRatio)), 2)) |\n"
+            s += row
+        }
         return s
     }
 
