@@ -1,5 +1,9 @@
+import Dispatch
 import EarshotAuthoring
 import EarshotCore
+import EarshotSync
+import Foundation
+import Synchronization
 
 /// Turns input files into reference signatures with progress, for `catalog create/add/update`.
 enum ReferenceInputs {
@@ -8,18 +12,43 @@ enum ReferenceInputs {
         for input in inputs { try InputFile.requireFile(input) }
     }
 
-    /// The signature of each input, in order.
+    /// The signature of each input, in order. Files are decoded and fingerprinted on every core
+    /// at once, one file per core; the first failure (in input order) is the command's, and no
+    /// new file is started after one.
     static func signatures(of inputs: [String], quiet: Bool) throws(CLIFailure) -> [Signature] {
         let progress = ProgressLine(total: inputs.count, quiet: quiet)
         defer { progress.end() }
-        var out: [Signature] = []
-        for (k, input) in inputs.enumerated() {
-            let name = input.split(separator: "/").last.map(String.init) ?? input
-            progress.update(k, name, fraction: 0)
-            let signature = try SignatureInput.load(input) { progress.update(k, name, fraction: $0) }
-            progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(signature.peaks.count) peaks")
-            out.append(signature)
+        let results = Locked([Result<Signature, CLIFailure>?](repeating: nil, count: inputs.count))
+        let next = Atomic<Int>(0), failed = Atomic<Bool>(false)
+        let workers = max(1, min(inputs.count, ProcessInfo.processInfo.activeProcessorCount))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while !failed.load(ordering: .relaxed) {
+                let k = next.add(1, ordering: .relaxed).oldValue
+                guard k < inputs.count else { return }
+                let input = inputs[k]
+                let name = input.split(separator: "/").last.map(String.init) ?? input
+                progress.update(k, name, fraction: 0)
+                let result: Result<Signature, CLIFailure>
+                do throws(CLIFailure) {
+                    let signature = try SignatureInput.load(input) { progress.update(k, name, fraction: $0) }
+                    progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(signature.peaks.count) peaks")
+                    result = .success(signature)
+                } catch {
+                    failed.store(true, ordering: .relaxed)
+                    result = .failure(error)
+                }
+                results.withLock { $0[k] = result }
+            }
         }
+        var out: [Signature] = []
+        for result in results.withLock({ $0 }) {
+            switch result {
+            case .success(let signature)?: out.append(signature)
+            case .failure(let error)?: throw error
+            case nil: break  // not started: an earlier failure is thrown above, or a later one below
+            }
+        }
+        guard out.count == inputs.count else { throw CLIFailure("fingerprinting stopped early", status: .internalFailure) }
         return out
     }
 

@@ -108,6 +108,32 @@ struct CLIWorkflowTests {
         #expect(longResult["query"]?["duration"]?.double == 12)
     }
 
+
+    /// Inputs are fingerprinted on every core at once, yet the catalog is the same as one made a
+    /// file at a time (references in input order), and a bad file among good ones fails the
+    /// command by its name and writes nothing.
+    @Test func createUsesEveryCoreAndKeepsInputOrder() throws {
+        let ws = try Workspace()
+        let names = (0..<6).map { "piece\($0).wav" }
+        for (i, name) in names.enumerated() { try AudioFixtures.writeWAV(name, seed: 40 + UInt64(i), duration: Double(8 + 3 * i), in: ws) }
+        let all = try ws.earshot(arguments: ["catalog", "create", "-o", "all.earcat"] + names)
+        #expect(all.status == 0, "\(all.stderr)")
+        for (i, name) in names.enumerated() { #expect(all.stderr.contains("[\(i + 1)/6] \(name)"), "\(all.stderr)") }
+        // The same catalog, byte for byte, as one input at a time appended in order.
+        let first = try ws.earshot("catalog", "create", "-o", "one.earcat", names[0])
+        #expect(first.status == 0, "\(first.stderr)")
+        for name in names.dropFirst() {
+            let add = try ws.earshot("catalog", "add", "-c", "one.earcat", name)
+            #expect(add.status == 0, "\(add.stderr)")
+        }
+        #expect(try Data(contentsOf: ws.url.appendingPathComponent("all.earcat")) == Data(contentsOf: ws.url.appendingPathComponent("one.earcat")))
+
+        try ws.write("broken.wav", Array("RIFF not really a wave file".utf8))
+        let bad = try ws.earshot(arguments: ["catalog", "create", "-o", "bad.earcat"] + names.prefix(3) + ["broken.wav"] + names.suffix(2))
+        #expect(bad.status == 3 && bad.errorLines.first?.contains("broken.wav") == true, "\(bad.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ws.url.appendingPathComponent("bad.earcat").path))
+    }
+
     @Test func addUpdateAndRemove() throws {
         let ws = try Workspace()
         for (name, seed) in [("a.wav", 11), ("b.wav", 12), ("c.wav", 13), ("d.wav", 14)] {
