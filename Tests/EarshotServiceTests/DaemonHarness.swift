@@ -100,8 +100,14 @@ final class DaemonHarness: @unchecked Sendable {
     /// The user an unprivileged daemon runs as (`setpriv --reuid`), and its group.
     static let unprivilegedUser = (name: "nobody", group: "nogroup")
 
-    /// Gives `folder` and everything in it to the unprivileged user (chown -R).
+    /// Whether the tests run as root, who ignores file permissions: then an unprivileged daemon
+    /// runs as nobody. Run by another user, the daemon runs as that user, whom permissions bind.
+    static let runningAsRoot = getuid() == 0
+
+    /// Gives `folder` and everything in it to the unprivileged user (chown -R); nothing to do
+    /// when the tests do not run as root (the daemon is then their own user).
     static func giveToNobody(_ folder: URL) throws {
+        guard runningAsRoot else { return }
         guard let user = getpwnam(unprivilegedUser.name), let group = getgrnam(unprivilegedUser.group) else {
             throw HarnessError("no user \(unprivilegedUser.name) or group \(unprivilegedUser.group)")
         }
@@ -124,7 +130,7 @@ final class DaemonHarness: @unchecked Sendable {
         // the pid is the daemon's.
         var command = [daemon]
         if let fileLimit { command = ["/usr/bin/prlimit", "--nofile=\(fileLimit):\(fileLimit)"] + command }
-        if unprivileged {
+        if unprivileged, Self.runningAsRoot {
             command = ["/usr/bin/setpriv", "--reuid=\(Self.unprivilegedUser.name)", "--regid=\(Self.unprivilegedUser.group)",
                        "--clear-groups"] + command
         }

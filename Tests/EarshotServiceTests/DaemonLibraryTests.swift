@@ -463,11 +463,12 @@ struct DaemonLibraryTests {
     @Test func unwritableLibraryFolderLeavesRecognitionServing() async throws {
         // A library folder only root may write in, and the daemon running as nobody.
         let ro = try Self.rootFolder()
-        defer { try? FileManager.default.removeItem(at: ro) }
+        try Self.makeReadOnly(ro)
+        defer { Self.removeFolder(ro) }
         let path = ro.appendingPathComponent("library.db").path
         let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--library.path=\(path)"], unprivileged: true)
         defer { daemon.stop() }
-        #expect(Self.user(of: daemon) == Self.nobody, "setpriv did not take")
+        #expect(Self.user(of: daemon) == Self.unprivilegedUID, "setpriv did not take")
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
         defer { [viewer, op].forEach { $0.close() } }
         var message = ""
@@ -491,7 +492,7 @@ struct DaemonLibraryTests {
         // A library written by a daemon running as root, left as it leaves it, in a folder only
         // root may write in; then the daemon runs as nobody.
         let ro = try Self.rootFolder()
-        defer { try? FileManager.default.removeItem(at: ro) }
+        defer { Self.removeFolder(ro) }
         let path = ro.appendingPathComponent("library.db").path
         let settings = ["--session.prepare_on_start=false", "--library.path=\(path)"]
         let root = try DaemonHarness(settings: settings)
@@ -505,13 +506,13 @@ struct DaemonLibraryTests {
         #expect(root.stop() == 0)
         try DaemonHarness.giveToNobody(root.directory)
         let names = try FileManager.default.contentsOfDirectory(atPath: ro.path).sorted()
-        for name in names { chmod(ro.appendingPathComponent(name).path, 0o644) }
+        try Self.makeReadOnly(ro)
         let before = try Self.contents(of: ro)
         print("library read-only: files left by the root daemon: \(names)")
 
         let daemon = try DaemonHarness(reusing: root.directory, clientKeys: root.clientKeys, settings: settings, unprivileged: true)
         defer { daemon.stop() }
-        #expect(Self.user(of: daemon) == Self.nobody, "setpriv did not take")
+        #expect(Self.user(of: daemon) == Self.unprivilegedUID, "setpriv did not take")
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
         defer { [viewer, op].forEach { $0.close() } }
         // Reads serve; writes are refused at once with why, and Health says the same.
@@ -623,13 +624,29 @@ struct DaemonLibraryTests {
         return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { uid_t($0) }
     }
 
-    static let nobody = getpwnam(DaemonHarness.unprivilegedUser.name).map { $0.pointee.pw_uid }
+    /// The user an unprivileged daemon runs as: nobody under root, else the tests' own user.
+    static let unprivilegedUID = DaemonHarness.runningAsRoot ? getpwnam(DaemonHarness.unprivilegedUser.name).map { $0.pointee.pw_uid } : getuid()
 
-    /// A new folder owned by root, mode 0755: the unprivileged daemon may read it, not write in it.
+    /// A new folder, mode 0755, of the tests' user: under root the unprivileged daemon (nobody)
+    /// may read it but not write in it; otherwise `makeReadOnly` makes it so.
     static func rootFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-ro-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
         return folder
+    }
+
+    /// Makes `folder` and its files read-only for the unprivileged daemon: files 0644 owned by
+    /// root under root (the daemon is nobody), else files 0444 and the folder 0555.
+    static func makeReadOnly(_ folder: URL) throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        for name in names { chmod(folder.appendingPathComponent(name).path, DaemonHarness.runningAsRoot ? 0o644 : 0o444) }
+        if !DaemonHarness.runningAsRoot { chmod(folder.path, 0o555) }
+    }
+
+    /// Removes a folder made by `rootFolder`, read-only or not.
+    static func removeFolder(_ folder: URL) {
+        chmod(folder.path, 0o755)
+        try? FileManager.default.removeItem(at: folder)
     }
 
     /// Every file in `folder` and its bytes.
