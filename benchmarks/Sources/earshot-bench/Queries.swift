@@ -221,7 +221,7 @@ final class QueryMaker {
             guard let sox else { throw BenchError("sox missing") }
             let wav = "\(workDirectory)/pitch-in.wav", out = "\(workDirectory)/pitch-out.wav"
             try WAV.write(cut(x, from: start, count: length), sampleRate: Int(sr), to: wav)
-            let r = try Shell.run(sox, [wav, out, "pitch", String(cents)])
+            let r = try Shell.run(sox, ["-R", wav, out, "pitch", String(cents)])  // -R: the same dither every run
             guard r.status == 0 else { throw BenchError("sox failed: \(r.error)") }
             return Array(try decode(out).prefix(length))
         case .mp3(let kbps):
@@ -235,7 +235,7 @@ final class QueryMaker {
             guard let sox else { throw BenchError("sox missing") }
             let wav = "\(workDirectory)/tempo-in.wav", out = "\(workDirectory)/tempo-out.wav"
             try WAV.write(cut(x, from: start, count: span), sampleRate: Int(sr), to: wav)
-            let r = try Shell.run(sox, [wav, out, "tempo", String(factor)])
+            let r = try Shell.run(sox, ["-R", wav, out, "tempo", String(factor)])  // -R: the same dither every run
             guard r.status == 0 else { throw BenchError("sox failed: \(r.error)") }
             return Array(try decode(out).prefix(length))
         }
