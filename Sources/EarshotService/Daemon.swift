@@ -107,11 +107,25 @@ public final class Daemon: Sendable {
             logger.warning("security.mode = \"none\": no CURVE, no allow-list; anyone who can reach \((c.rpcListen + c.eventsListen).joined(separator: " ")) may do anything")
         }
         self.security = daemonSecurity
+        // The library is opened before the descriptor budget is made: its two connections' files
+        // (database, WAL, shared memory each) are then counted as in use.
+        var libraryStore: LibraryStore?
+        if c.libraryEnabled {
+            var limits = LibraryLimits()
+            limits.maximumItems = c.libraryMaximumItemsPerOwner
+            limits.maximumBytes = c.libraryMaximumBytesPerOwner
+            limits.changeLogLength = c.libraryChangeLogLength
+            libraryStore = LibraryStore(path: c.libraryDatabasePath, limits: limits,
+                                        maximumDatabaseBytes: c.libraryMaximumDatabaseMegabytes > 0 ? c.libraryMaximumDatabaseMegabytes << 20 : nil,
+                                        logger: logger)
+        }
         // Connections may never take the descriptors the daemon needs for itself.
         // Files the daemon opens after this point count as in use already: the catalog folder's
-        // inotify watch, libdispatch's queue (an eventfd and an epoll), and one part file per
-        // upload in progress.
-        let descriptors = DescriptorBudget.make(configured: c.maximumConnections, openedLater: 3 + c.maximumUploads)
+        // inotify watch, libdispatch's queue (an eventfd and an epoll), one part file per upload
+        // in progress, and a library backup's two connections (source database, WAL and shared
+        // memory; the copy and its journal).
+        let descriptors = DescriptorBudget.make(configured: c.maximumConnections,
+                                                openedLater: 3 + c.maximumUploads + (libraryStore == nil ? 0 : 5))
         let limiter = ConnectionLimiter(limits: .init(maximumConnections: descriptors.connections,
                                                       maximumPerAddress: c.maximumConnectionsPerAddress))
         let raised = descriptors.limit > descriptors.limitBefore ? " (raised from \(descriptors.limitBefore))" : ""
@@ -160,21 +174,14 @@ public final class Daemon: Sendable {
         health = HealthService(events: events) { statistics.snapshot() }
         let feed = MatchFeed(events: events, counters: counters, logger: logger)
         var library: LibraryService?
-        if !c.libraryEnabled {
-            health.setLibraryProblem("the library is turned off (library.enabled = false)")
-        } else {
-            var limits = LibraryLimits()
-            limits.maximumItems = c.libraryMaximumItemsPerOwner
-            limits.maximumBytes = c.libraryMaximumBytesPerOwner
-            limits.changeLogLength = c.libraryChangeLogLength
-            let store = LibraryStore(path: c.libraryDatabasePath, limits: limits,
-                                     maximumDatabaseBytes: c.libraryMaximumDatabaseMegabytes > 0 ? c.libraryMaximumDatabaseMegabytes << 20 : nil,
-                                     logger: logger)
+        if let store = libraryStore {
             health.setLibraryProblem(store.healthProblem)
             let allowList = daemonSecurity?.security.allowList
             library = LibraryService(store: store, events: events, configuration: c, logger: logger) {
                 allowList.map { Set($0.entries.map(\.name)) }
             }
+        } else {
+            health.setLibraryProblem("the library is turned off (library.enabled = false)")
         }
         self.library = library
         let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed, library: library)

@@ -73,7 +73,7 @@ final class LibraryService: Sendable {
             try await watch(from: request.fromVersion, owner: Self.owner(of: call), call: call, writer: writer)
         }
         server.register(Methods.Library.listOwners, role: .admin) { [self] _, _ throws(RpcError) in
-            let owners = try await library(read: true) { db throws(LibraryError) in
+            let owners = try await read { db throws(LibraryError) in
                 try db.owners().map { ($0, db.ownerHash($0.name)) }
             }
             let allowed = allowedNames()
@@ -191,7 +191,7 @@ final class LibraryService: Sendable {
             query.property = (request.propertyKey, request.propertyValueJson)
         }
         let q = query
-        let (page, hash) = try await library(read: true) { db throws(LibraryError) in
+        let (page, hash) = try await read { db throws(LibraryError) in
             (try db.items(owner: owner, q), db.ownerHash(owner))
         }
         var reply = Earshot_V1_LibraryItemsResponse()
@@ -232,14 +232,14 @@ final class LibraryService: Sendable {
         var caughtUp = false
         while !Task.isCancelled {
             let start = at
-            let (changes, state) = try await library(read: true) { db throws(LibraryError) -> Backlog in
+            let (changes, state) = try await read { db throws(LibraryError) -> Backlog in
                 let now = try db.owner(named: owner)
                 guard let changes = try db.changes(owner: owner, after: start, limit: 200) else { return (nil, now) }
                 var withItems: [(LibraryChange, [LibraryItem])] = []
                 for c in changes {
                     withItems.append((c, c.kind == .added ? try db.items(owner: owner, ids: c.itemIDs) : []))
                 }
-                return (withItems, try db.owner(named: owner))
+                return (withItems, now)
             }
             guard let changes else {
                 var resync = Earshot_V1_LibraryChange()
@@ -253,7 +253,7 @@ final class LibraryService: Sendable {
             }
             for (change, items) in changes {
                 var m = Earshot_V1_LibraryChange()
-                m.kind = switch change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
+                m.kind = Self.kind(change.kind)
                 m.version = change.version
                 m.itemIds = change.itemIDs
                 m.items = items.map(Self.message)
@@ -291,11 +291,15 @@ final class LibraryService: Sendable {
         do throws(LibraryError) { owners = try await store.backup(to: path) } catch { throw rpcError(error) }
         var hash = SHA256()
         var size = 0
-        guard let file = FileHandle(forReadingAtPath: path) else { throw RpcError(.internal, "cannot read the backup \(path) back") }
-        defer { try? file.close() }
-        while let chunk = try? file.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hash.update(Array(chunk))
-            size += chunk.count
+        do {
+            let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? file.close() }
+            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
+                chunk.withUnsafeBytes { hash.update($0) }
+                size += chunk.count
+            }
+        } catch {
+            throw RpcError(.internal, "the backup \(path) was written but cannot be read back: \(error)")
         }
         var reply = Earshot_V1_LibraryBackupResponse()
         reply.path = path
@@ -318,10 +322,18 @@ final class LibraryService: Sendable {
         notice.ownerHash = store.ownerHash(commit.owner.name)
         notice.version = commit.change.version
         notice.itemCount = UInt32(clamping: commit.owner.itemCount)
-        notice.kind = switch commit.change.kind { case .added: .added; case .removed: .removed; case .cleared: .cleared }
+        notice.kind = Self.kind(commit.change.kind)
         notice.changed = UInt32(clamping: commit.changedCount)
         events.publishLibrary(notice)
         for w in watchers.withLock({ Array(($0[commit.owner.name] ?? [:]).values) }) { w.yield(()) }
+    }
+
+    static func kind(_ kind: LibraryChange.Kind) -> Earshot_V1_LibraryChange.Kind {
+        switch kind {
+        case .added: .added
+        case .removed: .removed
+        case .cleared: .cleared
+        }
     }
 
     private func reply(_ commit: LibraryCommit) -> Earshot_V1_LibraryWriteResponse {
@@ -351,7 +363,7 @@ final class LibraryService: Sendable {
     }
 
     /// Runs `body` on the reading connection, mapping its errors to status codes.
-    private func library<T: Sendable>(read: Bool, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
+    private func read<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
         do throws(LibraryError) { return try await store.read(body) } catch { throw rpcError(error) }
     }
 

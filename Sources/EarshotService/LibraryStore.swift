@@ -36,8 +36,11 @@ final class LibraryStore: Sendable {
         var writeProblem: LibraryError?
         let note = Self.notePath(path)
         let noted = (try? AtomicFile.read(note)).map { Note(String(decoding: $0, as: UTF8.self)) }
-        if let noted, let aside = noted.aside, FileIdentity(path: path) != nil, FileIdentity(path: aside) == nil {
-            // Stopped in the middle of setting a damaged file aside: finish the move.
+        if let noted, let aside = noted.aside, FileIdentity(path: path) != nil, FileIdentity(path: aside) == nil,
+           FileIdentity(path: aside + "-wal") != nil || FileIdentity(path: aside + "-shm") != nil {
+            // Stopped in the middle of setting a damaged file aside (its WAL went first): finish
+            // the move. With no sign of a move begun, the file at `path` is opened and checked
+            // as any other — a damaged one is set aside again, a restored backup serves.
             for suffix in ["-wal", "-shm", ""] where FileIdentity(path: path + suffix) != nil && FileIdentity(path: aside + suffix) == nil {
                 try? Directory.rename(path + suffix, to: aside + suffix)
             }
@@ -159,7 +162,7 @@ final class LibraryStore: Sendable {
     /// publishes goes out in commit order.
     func write<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T,
                             committed: (@Sendable (T) -> Void)? = nil) async throws(LibraryError) -> T {
-        guard let writer else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        guard let writer else { throw notOpen }
         if let writeProblem { throw writeProblem }
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
             let job = WriteJob(
@@ -216,28 +219,28 @@ final class LibraryStore: Sendable {
     /// connection and queue of its own, so reads and writes go on meanwhile; returns the owners
     /// as the copy holds them.
     func backup(to destination: String) async throws(LibraryError) -> [LibraryOwner] {
-        guard writer != nil else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
-        let (path, limits) = (self.path, LibraryLimits())
-        let result: Result<[LibraryOwner], LibraryError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do throws(LibraryError) {
-                    try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false).backup(to: destination)
-                    let copy = try LibraryDatabase(path: destination, limits: limits, readOnly: true, verify: false)
-                    continuation.resume(returning: .success(try copy.owners()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        guard writer != nil else { throw notOpen }
+        let path = self.path
+        return try await Self.run(on: .global()) { () throws(LibraryError) in
+            try LibraryDatabase(path: path, readOnly: true, verify: false).backup(to: destination)
+            return try LibraryDatabase(path: destination, readOnly: true, verify: false).owners()
         }
-        return try result.get()
     }
 
     /// Runs `body` with the reading connection, on the read queue.
     func read<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
-        guard let database = reader else { throw problem ?? LibraryError(.unavailable, "the library is not open") }
+        guard let database = reader else { throw notOpen }
+        return try await Self.run(on: readQueue) { () throws(LibraryError) in try body(database) }
+    }
+
+    /// What a call answers when the database is not open.
+    private var notOpen: LibraryError { problem ?? LibraryError(.unavailable, "the library is not open") }
+
+    /// Runs `body` on `queue` and awaits it.
+    private static func run<T: Sendable>(on queue: DispatchQueue, _ body: @escaping @Sendable () throws(LibraryError) -> T) async throws(LibraryError) -> T {
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
-            readQueue.async {
-                do throws(LibraryError) { continuation.resume(returning: .success(try body(database))) } catch {
+            queue.async {
+                do throws(LibraryError) { continuation.resume(returning: .success(try body())) } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }

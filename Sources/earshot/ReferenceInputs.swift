@@ -40,15 +40,10 @@ enum ReferenceInputs {
                 results.withLock { $0[k] = result }
             }
         }
+        // Files are taken in input order, so any file never started comes after a failure: the
+        // first failure in input order is thrown before a gap is reached.
         var out: [Signature] = []
-        for result in results.withLock({ $0 }) {
-            switch result {
-            case .success(let signature)?: out.append(signature)
-            case .failure(let error)?: throw error
-            case nil: break  // not started: an earlier failure is thrown above, or a later one below
-            }
-        }
-        guard out.count == inputs.count else { throw CLIFailure("fingerprinting stopped early", status: .internalFailure) }
+        for case let result? in results.withLock({ $0 }) { out.append(try result.get()) }
         return out
     }
 

@@ -153,7 +153,7 @@ struct RemoteLibraryAddCommand: ParsableCommand {
         }
         let snapshot = try remote.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
         guard snapshot.hasCurrentMatch else {
-            FileHandle.standardError.write(Data("earshot: the daemon follows no match now; nothing added (try --match)\n".utf8))
+            Terminal.error("earshot: the daemon follows no match now; nothing added (try --match)")
             throw ExitCode(ExitStatus.noMatch.rawValue)
         }
         var new = Earshot_V1_NewLibraryItem()
@@ -247,20 +247,15 @@ struct RemoteLibraryExportCommand: ParsableCommand {
     func run() throws {
         let (items, last) = try LibraryPages.read(remote, filter.request(pageSize: 1000), all: true)
         let owner = filter.owner.isEmpty ? "(this key)" : filter.owner
-        var text = "{\n  \"owner\": \(Self.quoted(owner)),\n  \"version\": \(last.version),\n"
-        text += "  \"exportedAt\": \(Self.quoted(ISODate.render(Date()))),\n  \"items\": ["
+        var text = "{\n  \"owner\": \(JSONValue.string(owner).jsonText),\n  \"version\": \(last.version),\n"
+        text += "  \"exportedAt\": \(JSONValue.string(ISODate.render(Date())).jsonText),\n  \"items\": ["
         text += items.map { "\n    " + RemoteFormat.json($0) }.joined(separator: ",")
         text += items.isEmpty ? "]\n}\n" : "\n  ]\n}\n"
         guard let output else { print(text, terminator: ""); return }
         do throws(SystemError) { try AtomicFile.write(Array(text.utf8), to: output) } catch {
             throw CLIFailure(error.message, status: .internalFailure)
         }
-        FileHandle.standardError.write(Data("earshot: wrote \(items.count) item\(items.count == 1 ? "" : "s") to \(output)\n".utf8))
-    }
-
-    static func quoted(_ s: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed])) ?? Data("[\"\"]".utf8)
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+        Terminal.error("earshot: wrote \(items.count) item\(items.count == 1 ? "" : "s") to \(output)")
     }
 }
 

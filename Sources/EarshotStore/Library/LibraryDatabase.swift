@@ -14,7 +14,7 @@ import SQLite
 /// second instance on the same file (`readOnly`) and read while the writer writes.
 public final class LibraryDatabase: @unchecked Sendable {
     public let path: String
-    public var limits: LibraryLimits
+    public let limits: LibraryLimits
     private let db: SQLiteConnection
     private let salt: [UInt8]
 
@@ -240,8 +240,7 @@ public final class LibraryDatabase: @unchecked Sendable {
         let owner = try find(name) ?? .empty(name)
         let source = query.property == nil ? "items i" : "item_properties p JOIN items i ON i.sequence = p.sequence"
         let sqlText = """
-            SELECT i.sequence, i.id, i.added_ms, i.matched_ms, i.catalog, i.catalog_version, i.custom_properties, i.body
-            FROM \(source) WHERE \(conditions.joined(separator: " AND "))
+            SELECT \(Self.itemColumns) FROM \(source) WHERE \(conditions.joined(separator: " AND "))
             ORDER BY \(order).matched_ms DESC, \(order).sequence DESC LIMIT ?
             """
         let (items, more): ([LibraryItem], Bool) = try sql { () throws(SQLiteError) in
@@ -275,8 +274,7 @@ public final class LibraryDatabase: @unchecked Sendable {
             var found: [LibraryItem] = []
             for id in ids {
                 let s = try db.statement("""
-                    SELECT sequence, id, added_ms, matched_ms, catalog, catalog_version, custom_properties, body FROM items
-                    WHERE id = ? AND owner = ?
+                    SELECT \(Self.itemColumns) FROM items i WHERE i.id = ? AND i.owner = ?
                     """, [.text(id), .text(name)])
                 if try s.step() { found.append(Self.item(s)) }
                 s.release()
@@ -311,7 +309,7 @@ public final class LibraryDatabase: @unchecked Sendable {
     /// Every owner with a library (including ones whose key is no longer allowed), by name.
     public func owners() throws(LibraryError) -> [LibraryOwner] {
         try sql { () throws(SQLiteError) in
-            let s = try db.statement("SELECT name, version, item_count, bytes, changed_ms FROM owners ORDER BY name")
+            let s = try db.statement("SELECT \(Self.ownerColumns) FROM owners ORDER BY name")
             defer { s.release() }
             var out: [LibraryOwner] = []
             while try s.step() { out.append(Self.owner(s)) }
@@ -465,15 +463,21 @@ public final class LibraryDatabase: @unchecked Sendable {
 
     private func find(_ name: String) throws(LibraryError) -> LibraryOwner? {
         try sql { () throws(SQLiteError) in
-            let s = try db.statement("SELECT name, version, item_count, bytes, changed_ms FROM owners WHERE name = ?", [.text(name)])
+            let s = try db.statement("SELECT \(Self.ownerColumns) FROM owners WHERE name = ?", [.text(name)])
             defer { s.release() }
             return try s.step() ? Self.owner(s) : nil
         }
     }
 
+    /// The columns `owner(_:)` reads, in its order.
+    private static let ownerColumns = "name, version, item_count, bytes, changed_ms"
+
     private static func owner(_ s: SQLiteStatement) -> LibraryOwner {
         LibraryOwner(name: s.text(0), version: UInt64(s.int64(1)), itemCount: Int(s.int64(2)), bytes: Int(s.int64(3)), changedAtMs: s.int64(4))
     }
+
+    /// The columns `item(_:)` reads, in its order, of `items` as `i`.
+    private static let itemColumns = "i.sequence, i.id, i.added_ms, i.matched_ms, i.catalog, i.catalog_version, i.custom_properties, i.body"
 
     private static func item(_ s: SQLiteStatement) -> LibraryItem {
         LibraryItem(id: s.text(1), addedAtMs: s.int64(2),
