@@ -269,8 +269,11 @@ extension ManagedSession {
             var result = result
             let tolerance = tracker.positionTolerance
             func isFollowed(_ m: MatchedMediaItem) -> Bool { JumpDetector.agrees(m, with: item, at: expected, tolerance: tolerance) }
+            // A repeat: the result lists the followed position among the positions that score
+            // alike, or the window still supports it.
             if !(result.mediaItems.first.map(isFollowed) ?? false),
-               let kept = matcher.support(signature, following: item, expectedOffset: expected) {
+               let kept = result.mediaItems.first(where: isFollowed)
+                   ?? matcher.support(signature, following: item, expectedOffset: expected) {
                 result = .match([kept] + result.mediaItems.filter {
                     !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
                 })

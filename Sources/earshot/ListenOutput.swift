@@ -100,7 +100,12 @@ final class ListenOutput: Sendable {
         var text = "\(kind): \(Format.name(of: top.mediaItem)) [id \(top.mediaItem.id), reference \(top.referenceIndex)] "
             + "at \(Format.seconds(top.predictedCurrentMatchOffset)), frequency skew \(Format.percent(top.frequencySkew)), "
             + "confidence \(String(format: "%.2f", top.confidence))"
-        if items.count > 1 { text += " (also \(items.dropFirst().map(\.mediaItem.id).joined(separator: ", ")))" }
+        // A repeated section lists the same item at its other places; other items are named.
+        let others = items.dropFirst()
+        let places = others.filter { $0.mediaItem.id == top.mediaItem.id }.map { Format.seconds($0.predictedCurrentMatchOffset) }
+        let ids = others.filter { $0.mediaItem.id != top.mediaItem.id }.map(\.mediaItem.id)
+        if !places.isEmpty { text += " (or at \(places.joined(separator: ", ")): a repeated section)" }
+        if !ids.isEmpty { text += " (also \(ids.joined(separator: ", ")))" }
         return text
     }
 

@@ -29,6 +29,22 @@ struct MatchTrackerTests {
         #expect(other?.isRepeat == false)
     }
 
+    /// A repeated section matches at each place it occurs: the tracker puts first the position
+    /// that continues what it followed, whichever the matcher ranked first.
+    @Test func repeatedSectionResolvedByWhatWasHeardBefore() {
+        var tracker = MatchTracker()
+        _ = tracker.track(item(reference: 1, current: 30), streamTime: 100)
+        guard case .match(let elsewhere) = item(reference: 1, current: 75), case .match(let here) = item(reference: 1, current: 32.01)
+        else { Issue.record("fixture"); return }
+        let delivered = tracker.track(.match(elsewhere + here), streamTime: 102)
+        #expect(delivered?.result.mediaItems.map(\.predictedCurrentMatchOffset) == [32.01, 75])
+        #expect(delivered?.isRepeat == true)
+        // Nothing followed yet: the matcher's order stands.
+        var fresh = MatchTracker()
+        let first = fresh.track(.match(elsewhere + here), streamTime: 102)
+        #expect(first?.result.mediaItems.first?.predictedCurrentMatchOffset == 75)
+    }
+
     @Test func reportsLossOnceAfterConsecutiveMisses() {
         var tracker = MatchTracker(missesBeforeLost: 2)
         _ = tracker.track(item(reference: 1, current: 30), streamTime: 100)

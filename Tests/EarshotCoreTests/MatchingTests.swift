@@ -136,18 +136,66 @@ struct MatchingTests {
 }
 
 struct RepeatedSectionTests {
-    /// A reference that plays the same section twice: the query matches both places, but the
-    /// result lists the reference once, at one of them.
-    @Test func repeatedSectionIsReportedOnce() throws {
+    /// A reference that plays the same section twice: the query matches both places, and the
+    /// result lists both, one after the other (a session picks the one that continues what it
+    /// heard). Audio around the section tells them apart, and then only one is listed.
+    @Test func repeatedSectionListsEveryPlace() throws {
         let section = SyntheticMusic.make(seed: 321, duration: 10)
         let reference = SyntheticMusic.make(seed: 322, duration: 5) + section + SyntheticMusic.make(seed: 323, duration: 5) + section
         var catalog = CustomCatalog()
         try catalog.addReferenceSignature(try SyntheticSignature.of(reference), representing: [MediaItem(id: "song")])
         let matcher = Matcher(catalog: try MappedCatalog(bytes: try catalog.dataRepresentation()))
         let items = matcher.match(try SyntheticSignature.of(SyntheticSignature.excerpt(section, start: 1, duration: 8))).mediaItems
-        #expect(items.count == 1)
-        let offset = try #require(items.first?.matchOffset)
-        #expect(abs(offset - 6) < 0.05 || abs(offset - 21) < 0.05)
+        #expect(items.map(\.mediaItem.id) == ["song", "song"])
+        let offsets = items.map(\.matchOffset).sorted()
+        #expect(offsets.count == 2 && abs(offsets[0] - 6) < 0.05 && abs(offsets[1] - 21) < 0.05)
+        #expect(items.count == 2 && items[0].confidence >= items[1].confidence)
+        // Starting in the audio before the second repeat: only that place holds.
+        let across = matcher.match(try SyntheticSignature.of(SyntheticSignature.excerpt(reference, start: 17, duration: 8))).mediaItems
+        #expect(across.count == 1)
+        #expect(abs((across.first?.matchOffset ?? 0) - 17) < 0.05)
+    }
+}
+
+struct PitchShiftTests {
+    /// A pitch shift with the tempo kept (a karaoke key change): every peak's frequency moves,
+    /// no time does. Made on the signature, so the test is about the search, not a pitch shifter.
+    @Test(arguments: [1.0595, 0.9439])
+    func pitchOnlyShiftIsFoundAndMeasured(pitch: Double) throws {
+        let fixture = MatchingFixture.shared
+        let matcher = Matcher(catalog: fixture.catalog)
+        let query = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[2], start: 9, duration: 10))
+        let shifted = try Signature(duration: query.duration, peaks: query.peaks.compactMap {
+            let bin = $0.bin * Float(pitch)  // peaks shifted out of the analysed band are lost
+            let band = Float(FingerprintParameters.minimumBin)...Float(FingerprintParameters.maximumBin)
+            return band.contains(bin) ? Peak(time: $0.time, bin: bin, magnitude: $0.magnitude) : nil
+        })
+        let top = try #require(matcher.match(shifted).mediaItems.first)
+        #expect(top.mediaItem.id == "ref2")
+        #expect(abs(top.matchOffset - 9) < 0.05)
+        #expect(abs(top.frequencySkew - (pitch - 1)) < 0.005)
+        #expect(abs(top.timeSkew) < 0.005)
+    }
+}
+
+struct ConfidenceCalibrationTests {
+    /// One more aligned anchor per tenfold index entries beyond a million.
+    @Test func requiredInliersGrowWithTheCatalog() {
+        #expect(Matcher.requiredInliers(entryCount: 0) == Matcher.minimumInliers)
+        #expect(Matcher.requiredInliers(entryCount: 258_000) == Matcher.minimumInliers)  // 3 h
+        #expect(Matcher.requiredInliers(entryCount: 1_000_000) == Matcher.minimumInliers)
+        #expect(Matcher.requiredInliers(entryCount: 8_900_000) == Matcher.minimumInliers + 1)  // 100 h
+        #expect(Matcher.requiredInliers(entryCount: 90_000_000) == Matcher.minimumInliers + 2)
+    }
+
+    /// The least a match can have means the same at every size, and more evidence is more confidence.
+    @Test func confidenceIsTheMarginOverWhatTheCatalogRequires() {
+        let small = Matcher.minimumInliers, large = Matcher.minimumInliers + 2
+        #expect(Matcher.confidence(inliers: small, required: small) == Matcher.confidence(inliers: large, required: large))
+        #expect(Matcher.confidence(inliers: small + 3, required: small) > Matcher.confidence(inliers: small + 3, required: large))
+        let scale = (small...60).map { Matcher.confidence(inliers: $0, required: small) }
+        #expect(zip(scale, scale.dropFirst()).allSatisfy { $0.0 < $0.1 || $0.1 == 1 })
+        #expect(scale.first! > 0.4 && scale.first! < 0.5 && scale.last! > 0.99)
     }
 }
 

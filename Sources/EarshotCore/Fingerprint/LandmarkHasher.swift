@@ -1,10 +1,11 @@
 /// Turns peaks into landmarks: hashes of peak pairs (anchor, target) with the anchor's time.
 ///
 /// A pair hash packs the anchor's frequency, the frequency difference and the time difference,
-/// all in whole bins/frames (Wang 2003): 8 + 7 + 6 = 21 bits. Such hashes break when audio is sped up, so
-/// the matcher maps query peaks into reference coordinates under a grid of speed hypotheses
-/// (`speed`) before hashing: a query played `speed`× fast has frequencies `speed`× higher and
-/// times `speed`× shorter. References are hashed at `speed` 1.
+/// all in whole bins/frames (Wang 2003): 8 + 7 + 6 = 21 bits. Such hashes break when audio is sped
+/// up or pitch-shifted, so the matcher maps query peaks into reference coordinates under a grid of
+/// hypotheses before hashing: a query whose frequencies are `pitch`× the reference's and whose
+/// one second holds `timeScale` seconds of the reference. Played `s`× fast, both are `s`; a
+/// pitch shift with the tempo kept has `timeScale` 1. References are hashed unmapped.
 public enum LandmarkHasher {
     /// Smallest time difference between paired peaks, in frames: partials of one onset arrive
     /// together and pair the same way on every note, so they say little.
@@ -30,14 +31,14 @@ public enum LandmarkHasher {
         public var fineBin: UInt8
     }
 
-    /// Calls `body` for every landmark of `peaks` (in time order) under a speed hypothesis.
+    /// Calls `body` for every landmark of `peaks` (in time order) under a hypothesis (see the type).
     /// `body` also receives the index of the anchor peak. Used to index references.
     @inline(__always)
     public static func forEachLandmark(
-        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float = 1,
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float = 1, pitch: Float = 1,
         _ body: (Landmark, Int) -> Void
     ) {
-        forEachPair(peaks, fanOut: fanOut, speed: speed) { i, at, ab, bt, bb in
+        forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded()), f1 = Int(ab.rounded())
             let dt = Int(bt.rounded()) - t1, df = Int(bb.rounded()) - f1
             guard dt >= minimumFrameDelta, dt <= maximumFrameDelta, abs(df) >= minimumBinDelta, abs(df) <= maximumBinDelta
@@ -59,10 +60,10 @@ public enum LandmarkHasher {
     /// yields the keys of both neighbours.
     @inline(__always)
     public static func forEachQueryLandmark(
-        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float,
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
         _ body: (Landmark, Int) -> Void
     ) {
-        forEachPair(peaks, fanOut: fanOut, speed: speed) { i, at, ab, bt, bb in
+        forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded())
             let dts = probes(bt - at, queryFrameTolerance)
             // The frequency difference is taken between rounded bins, so it is probed per anchor bin.
@@ -84,13 +85,13 @@ public enum LandmarkHasher {
     }
 
     /// Walks anchor/target pairs: for each anchor, its first `fanOut` later peaks within the
-    /// target zone, with coordinates mapped by the speed hypothesis (fractional).
+    /// target zone, with coordinates mapped by the hypothesis (fractional).
     @inline(__always)
     static func forEachPair(
-        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, speed: Float,
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
         _ body: (Int, Float, Float, Float, Float) -> Void
     ) {
-        let timeScale = speed, binScale = 1 / speed
+        let binScale = 1 / pitch
         let count = peaks.count
         let zone = Float(maximumFrameDelta) + 1
         for i in 0..<count {

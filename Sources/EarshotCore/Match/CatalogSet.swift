@@ -56,12 +56,14 @@ public final class CatalogSetMatcher {
     /// there. nil when its catalog is gone or the audio does not support it with at least
     /// `minimumInliers` aligned anchors.
     public func support(_ signature: Signature, following item: MatchedMediaItem, expectedOffset: Double,
-                        minimumInliers: Int = Matcher.minimumInliers) -> MatchedMediaItem? {
+                        minimumInliers: Int? = nil) -> MatchedMediaItem? {
         guard let i = catalogs.members.firstIndex(where: { $0.name == item.catalogName }) else { return nil }
         let speed = 1 + item.timeSkew
         let start = expectedOffset - signature.duration * speed
-        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, speed: speed,
-                                            minimumInliers: minimumInliers) else { return nil }
+        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, timeScale: speed,
+                                            pitch: 1 + item.frequencySkew,
+                                            minimumInliers: minimumInliers ?? matchers[i].requiredInliers)
+        else { return nil }
         var kept = item
         kept.matchOffset = c.offset
         kept.timeSkew = c.timeScale - 1

@@ -15,12 +15,34 @@ import Foundation
 public final class Matcher {
     public let catalog: MappedCatalog
 
-    /// Speed hypotheses: 0.94…1.06 in 1 % steps covers PAL speed-up (4.1 %) and slow-downs.
-    public static let speedHypotheses: [Float] = (0...12).map { 0.94 + 0.01 * Float($0) }
-    static let unchangedSpeed = 6
-    /// Fewest aligned query anchors that make a match. Chance alignments (same tempo, same
-    /// instruments) reuse a few anchors many times; a real match aligns many different ones.
-    public static let minimumInliers = 8
+    /// How the query is mapped into reference coordinates before hashing (`LandmarkHasher`).
+    public struct Hypothesis: Sendable, Equatable {
+        /// Reference seconds per query second.
+        public var timeScale: Float
+        /// Query frequency / reference frequency.
+        public var pitch: Float
+    }
+    /// Speed changes (pitch and tempo together) of 0.94…1.06 in 1 % steps cover PAL speed-up
+    /// (4.1 %) and slow-downs; pitch shifts with the tempo kept (a semitone is 5.9 %) over the
+    /// same range. A pitch shift within 2 % is found under the speed change of the same pitch:
+    /// the time it wrongly maps is under a frame for most pairs. The first is unchanged audio.
+    public static let hypotheses: [Hypothesis] = [Hypothesis(timeScale: 1, pitch: 1)]
+        + (0...12).filter { $0 != 6 }.map { let s = 0.94 + 0.01 * Float($0); return Hypothesis(timeScale: s, pitch: s) }
+        + [0.94, 0.95, 0.96, 0.97, 1.03, 1.04, 1.05, 1.06].map { Hypothesis(timeScale: 1, pitch: $0) }
+    static let unchangedSpeed = 0
+    /// Fewest aligned query anchors that make a match in a catalog of up to a million index
+    /// entries (about 12 hours). Chance alignments (same tempo, same instruments) reuse a few
+    /// anchors many times; a real match aligns many different ones. Measured on audio not in the
+    /// catalog (people talking, noise, other music, in rooms; benchmarks/RESULTS.md): chance
+    /// reached 8, never 9.
+    public static let minimumInliers = 9
+    /// Chance grows with the catalog (more places to align by accident): one more aligned anchor
+    /// is required per tenfold index entries beyond a million.
+    public static func requiredInliers(entryCount: Int) -> Int {
+        minimumInliers + Int(max(0, log10(Double(max(1, entryCount)) / 1e6)).rounded(.up))
+    }
+    /// What this catalog requires (`requiredInliers(entryCount:)`).
+    public let requiredInliers: Int
     /// Inliers that end the search at unchanged speed: chance never gets near.
     public static let decisiveInliers = 24
 
@@ -58,6 +80,10 @@ public final class Matcher {
         public var confidence: Double
     }
 
+    /// Fewest inliers a candidate needs. The benchmark's calibration lowers it to see how far
+    /// chance alignments reach; a match needs `requiredInliers`.
+    public var evidenceFloor: Int
+
     private var histogram: OffsetHistogram
     private var queryPeaks: [Peak] = []
     // Hits of the hypothesis being searched (structure of arrays).
@@ -74,6 +100,8 @@ public final class Matcher {
 
     public init(catalog: MappedCatalog) {
         self.catalog = catalog
+        requiredInliers = Self.requiredInliers(entryCount: catalog.entryCount)
+        evidenceFloor = requiredInliers
         let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
         histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
     }
@@ -145,7 +173,7 @@ public final class Matcher {
         if goOn {
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
-            for h in Self.speedHypotheses.indices where h != Self.unchangedSpeed {
+            for h in Self.hypotheses.indices where h != Self.unchangedSpeed {
                 let coarse = search(hypothesis: h, anchorStride: Self.coarseAnchorStride, queryFrames: queryFrames)
                 scored.append((coarse.map(\.inliers).max() ?? 0, h))
             }
@@ -155,40 +183,62 @@ public final class Matcher {
                 found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames)
             }
         }
-        // One result per reference: its best-supported position and hypothesis. (Repetitive
-        // music can match a repeat of the same section too; the weaker position is dropped.)
-        var merged: [Candidate] = []
-        for c in found.sorted(by: { $0.inliers > $1.inliers }) where !merged.contains(where: { $0.referenceIndex == c.referenceIndex }) {
-            merged.append(c)
+        return Self.ranked(found)
+    }
+
+    /// Positions of one reference this far apart (seconds) are different places in it.
+    static let distinctPositions = 1.0
+    /// A second position scores alike when it has this share of the best one's inliers.
+    static let alikeShare = 0.75
+
+    /// Candidates as a result lists them: references best first, each reference's best position
+    /// followed by its other positions that score alike (music and TV repeat choruses, jingles
+    /// and intros: the query alone cannot tell them apart, a session that heard what came
+    /// before can). The same position found under two hypotheses counts once, and references
+    /// far weaker than the best are dropped (a shared intro matches several equally well).
+    static func ranked(_ found: [Candidate]) -> [Candidate] {
+        var bestFirst: [Candidate] = []
+        var positions: [[Candidate]] = []  // per reference, in the order references appear
+        for c in found.sorted(by: { $0.inliers > $1.inliers }) {
+            guard let r = bestFirst.firstIndex(where: { $0.referenceIndex == c.referenceIndex }) else {
+                bestFirst.append(c)
+                positions.append([c])
+                continue
+            }
+            if Double(c.inliers) >= Self.alikeShare * Double(bestFirst[r].inliers),
+               !positions[r].contains(where: { abs($0.offset - c.offset) < Self.distinctPositions }) {
+                positions[r].append(c)
+            }
         }
-        // Keep references close to the best (a shared intro matches several equally well).
-        if let best = merged.first?.inliers { merged.removeAll { $0.inliers * 4 < best } }
-        return merged
+        guard let best = bestFirst.first?.inliers else { return [] }
+        return zip(bestFirst, positions).filter { $0.0.inliers * 4 >= best }.flatMap(\.1)
     }
 
     /// The match the query makes with `reference` at `offset` (reference seconds at the query's
-    /// start), searched under the speed hypothesis nearest `speed`; nil when the query does not
+    /// start), searched under the hypothesis nearest `timeScale` and `pitch`; nil when the query does not
     /// support that position. A session following a programme asks this when the best-first
     /// search answers elsewhere: music repeats itself, and a repeat of the same section can
     /// outscore the position playback is really at.
     /// `minimumInliers` may be lower than a match needs: the question is not "which reference"
     /// but "does this position hold too", which chance rarely answers yes at one given offset.
-    public func candidate(_ signature: Signature, reference: Int, offset: Double, speed: Double,
-                          minimumInliers: Int = Matcher.minimumInliers) -> Candidate? {
-        guard reference >= 0, reference < catalog.referenceCount, offset.isFinite, speed.isFinite else { return nil }
+    public func candidate(_ signature: Signature, reference: Int, offset: Double, timeScale: Double, pitch: Double,
+                          minimumInliers: Int? = nil) -> Candidate? {
+        guard reference >= 0, reference < catalog.referenceCount, offset.isFinite, timeScale.isFinite, pitch.isFinite
+        else { return nil }
         queryPeaks.removeAll(keepingCapacity: true)
         signature.peaks.withUnsafeBufferPointer {
             PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
         }
-        let hypotheses = Self.speedHypotheses
-        guard let h = hypotheses.indices.min(by: { abs(Double(hypotheses[$0]) - speed) < abs(Double(hypotheses[$1]) - speed) })
-        else { return nil }
+        func distance(_ h: Hypothesis) -> Double { abs(Double(h.timeScale) - timeScale) + abs(Double(h.pitch) - pitch) }
+        let hypotheses = Self.hypotheses
+        guard let h = hypotheses.indices.min(by: { distance(hypotheses[$0]) < distance(hypotheses[$1]) }) else { return nil }
         collectHits(hypothesis: h, anchorStride: 1)
         histogram.drain { _, _ in }
         let hop = FingerprintParameters.hopDuration
         let frames = Double(catalog.references[reference].startFrame) + offset / hop
         guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())),
-              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop, minimumInliers: minimumInliers),
+              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop,
+                             minimumInliers: minimumInliers ?? requiredInliers),
               c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
         else { return nil }
         return c
@@ -199,7 +249,7 @@ public final class Matcher {
         collectHits(hypothesis: h, anchorStride: anchorStride)
         var best: [(score: Int, bin: Int)] = []
         histogram.drain { bin, score in
-            guard score >= Self.minimumInliers / 2 else { return }
+            guard score >= evidenceFloor / 2 else { return }
             if best.count < Self.candidatesPerHypothesis * 3 {
                 best.append((score, bin))
             } else if let weakest = best.indices.min(by: { best[$0].score < best[$1].score }), best[weakest].score < score {
@@ -212,7 +262,7 @@ public final class Matcher {
         for (_, bin) in best where chosen.count < Self.candidatesPerHypothesis {
             if chosen.contains(where: { abs($0 - bin) <= 2 }) { continue }
             chosen.append(bin)
-            if let c = verify(hypothesis: h, bin: bin, queryFrames: queryFrames) { candidates.append(c) }
+            if let c = verify(hypothesis: h, bin: bin, queryFrames: queryFrames, minimumInliers: evidenceFloor) { candidates.append(c) }
         }
         return candidates
     }
@@ -232,9 +282,10 @@ public final class Matcher {
             swap(&histogram, &self.histogram)
         }
         let catalog = self.catalog
+        let hypothesis = Self.hypotheses[h]
         queryPeaks.withUnsafeBufferPointer { peaks in
             LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
-                                                speed: Self.speedHypotheses[h]) { lm, anchor in
+                                                timeScale: hypothesis.timeScale, pitch: hypothesis.pitch) { lm, anchor in
                 guard anchor % anchorStride == 0, queryFrames.count < Self.maximumHits else { return }
                 let queryBin = peaks[anchor].bin
                 catalog.forEachPosting(of: lm.key) { value in
@@ -258,7 +309,7 @@ public final class Matcher {
         return taken
     }
 
-    private func verify(hypothesis: Int, bin: Int, queryFrames: Double, minimumInliers: Int = Matcher.minimumInliers) -> Candidate? {
+    private func verify(hypothesis: Int, bin: Int, queryFrames: Double, minimumInliers: Int) -> Candidate? {
         // Hits within a few bins (a tempo drift spreads them over several).
         let binWidth = 1 << OffsetHistogram.binShift
         let drift = Int(0.07 * queryFrames) + 2 * binWidth
@@ -312,19 +363,21 @@ public final class Matcher {
         guard inliers >= minimumInliers else { return nil }
         midFrame /= Double(aligned)
         guard let reference = catalog.referenceIndex(containing: Int(midFrame)) else { return nil }
-        let speed = Double(Self.speedHypotheses[hypothesis])
+        let timeScale = Double(Self.hypotheses[hypothesis].timeScale)
         let hop = FingerprintParameters.hopDuration
         return Candidate(
             referenceIndex: reference,
             offset: (line.intercept - Double(catalog.references[reference].startFrame)) * hop,
-            timeScale: line.slope * speed, pitchRatio: pitch, inliers: inliers,
-            confidence: Self.confidence(inliers: inliers))
+            timeScale: line.slope * timeScale, pitchRatio: pitch, inliers: inliers,
+            confidence: Self.confidence(inliers: inliers, required: requiredInliers))
     }
 
-    /// Maps aligned-anchor counts to 0…1. Chance alignments in a large catalog give a handful of
-    /// inliers; a real match of a few seconds gives tens. Calibrated with the benchmark's
-    /// negative queries (see benchmarks/RESULTS.md).
-    static func confidence(inliers: Int) -> Double {
-        max(0, min(1, 1 - exp(-Double(inliers - 4) / 8)))
+    /// Maps aligned-anchor counts to 0…1: chance alignments give a handful of inliers, a real
+    /// match of a few seconds gives tens. A catalog that requires more inliers (a larger one)
+    /// shifts the scale by as many, so a confidence means the same margin over chance at any
+    /// size: the least a match can have is 0.46. Calibrated with the benchmark's audio that is
+    /// not in the catalog (benchmarks/RESULTS.md, "Confidence calibration").
+    public static func confidence(inliers: Int, required: Int) -> Double {
+        max(0, min(1, 1 - exp(-Double(inliers - 4 - (required - minimumInliers)) / 8)))
     }
 }

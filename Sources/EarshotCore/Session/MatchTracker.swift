@@ -52,18 +52,27 @@ public struct MatchTracker: Sendable {
     /// Takes the result of an attempt whose window ended at `streamTime`; returns what to deliver.
     public mutating func track(_ result: MatchResult, streamTime: Double, revealsJump: Bool = false) -> StreamingResult? {
         switch result {
-        case .match(let items):
-            let top = items[0]
-            var isRepeat = false
-            if let current, current.referenceIndex == top.referenceIndex {
+        case .match(var items):
+            // Where playback should be now, if an item is followed.
+            func continues(_ m: MatchedMediaItem) -> Bool {
+                guard let current, current.referenceIndex == m.referenceIndex, current.catalogName == m.catalogName
+                else { return false }
                 let expected = Self.predictedOffset(of: current, from: currentAt, to: streamTime)
-                isRepeat = abs(expected - top.predictedCurrentMatchOffset) <= positionTolerance
+                return abs(expected - m.predictedCurrentMatchOffset) <= positionTolerance
             }
+            // A repeated section (a chorus, a jingle) matches at every place it occurs, and the
+            // result lists them all; what was heard before tells which: the position that
+            // continues the followed playback goes first.
+            if !continues(items[0]), let k = items.firstIndex(where: continues) {
+                items.insert(items.remove(at: k), at: 0)
+            }
+            let top = items[0]
+            let isRepeat = continues(top)
             current = top
             currentAt = streamTime
             misses = 0
             reportedNoMatch = false
-            return StreamingResult(result: result, isRepeat: isRepeat, streamTime: streamTime, revealsJump: revealsJump)
+            return StreamingResult(result: .match(items), isRepeat: isRepeat, streamTime: streamTime, revealsJump: revealsJump)
         case .noMatch:
             if current != nil {
                 misses += 1

@@ -11,6 +11,9 @@ struct ProbeResult {
     var values: [String: Double] = [:]
     /// Per query: top item id, offset, confidence, match milliseconds.
     var queries: [(id: String?, offset: Double, confidence: Double, ms: Double, cpu: Double)] = []
+    /// Per query, with the evidence floor lowered (`Calibration.floor`): the best candidate's
+    /// item id, inliers and offset.
+    var candidates: [(id: String?, inliers: Int, offset: Double)] = []
 
     subscript(_ key: String) -> Double? { values[key] }
     var matchTimes: [Double] { queries.map(\.ms) }
@@ -22,6 +25,9 @@ struct ScaleQuery {
     var positive: Bool
     var id: String
     var start: Double
+    /// A negative's clean excerpt's peaks: to tell audio a catalog file shares (a reused loop)
+    /// from a chance alignment.
+    var cleanPeaks: [Peak] = []
 }
 
 struct ScaleReport {
@@ -38,6 +44,11 @@ struct ScaleReport {
     var large: ProbeResult
     var smallBytes: Int
     var smallHours: Double
+    var calibrationSmall: [Calibration.Row]
+    var calibrationLarge: [Calibration.Row]
+    /// Aligned anchors a match needs in each catalog (`Matcher.requiredInliers`).
+    var requiredSmall: Int
+    var requiredLarge: Int
 
     var megabytesPerHour: Double { Double(fileBytes) / 1_048_576 / hours }
 
@@ -54,7 +65,7 @@ struct ScaleReport {
 
     func falsePositives(in probe: ProbeResult) -> (Int, Int) {
         var fp = 0, n = 0
-        for (i, q) in queries.enumerated() where !q.positive && i < probe.queries.count {
+        for (i, q) in queries.enumerated() where q.kind == "negative" && i < probe.queries.count {
             n += 1
             if probe.queries[i].id != nil { fp += 1 }
         }
@@ -116,18 +127,22 @@ enum ScaleBenchmark {
         let n = options.queriesPerCondition
         var queries: [ScaleQuery] = []
         var encoded: [UInt8] = []
-        func add(_ condition: Condition, _ plans: [QueryPlan], positive: Bool, seed: UInt64) throws {
+        let clean = Condition.all.first { $0.key == "clean10" }!
+        func add(_ condition: Condition, _ plans: [QueryPlan], positive: Bool, seed: UInt64,
+                 kind: String = "negative", from recordings: [Recording]? = nil) throws {
             for (qi, plan) in plans.enumerated() {
-                let recording = p.recordings[plan.source]
+                let recording = (recordings ?? p.recordings)[plan.source]
                 let audio = try maker.make(condition, from: recording, plan: plan, seed: deriveSeed(seed, UInt64(qi)))
                 let data = try Fingerprint.signature(of: audio).dataRepresentation
                 withUnsafeBytes(of: UInt32(data.count).littleEndian) { encoded.append(contentsOf: $0) }
                 encoded.append(contentsOf: data)
-                queries.append(ScaleQuery(kind: positive ? condition.key : "negative", positive: positive,
-                                          id: recording.id, start: plan.start))
+                var query = ScaleQuery(kind: positive ? condition.key : kind, positive: positive, id: recording.id, start: plan.start)
+                if !positive {
+                    query.cleanPeaks = try Fingerprint.signature(of: maker.make(clean, from: recording, plan: plan, seed: 0)).peaks
+                }
+                queries.append(query)
             }
         }
-        let clean = Condition.all.first { $0.key == "clean10" }!
         let noisy = Condition.all.first { $0.key == "noise0" }!
         let positivePlans = Preparation.positivePlans(p, count: n, seed: deriveSeed(options.seed, 0x5CA1E))
         try add(clean, positivePlans, positive: true, seed: deriveSeed(options.seed, 11))
@@ -139,6 +154,18 @@ enum ScaleBenchmark {
         }
         try add(clean, Preparation.negativePlans(p, count: n, seed: deriveSeed(options.seed, 0x5CA1E)), positive: false,
                 seed: deriveSeed(options.seed, 13))
+        // What a box by the TV hears when nothing of the catalog plays (the calibration of
+        // confidence): people talking alone, noise alone, other music with people talking over
+        // it, and other music in a room.
+        for (k, negative) in NegativeKind.all.enumerated() {
+            let recordings = try negative.recordings(p, maker: maker, seed: deriveSeed(options.seed, 0xCA1, UInt64(k)))
+            guard !recordings.isEmpty, let condition = Condition.all.first(where: { $0.key == negative.condition }),
+                  maker.unavailable(condition) == nil else { continue }
+            let plans = QueryPlanner.plan(count: n, sources: Array(recordings.indices), recordings: recordings,
+                                          seed: deriveSeed(options.seed, 0xCA2, UInt64(k)))
+            try add(condition, plans, positive: false, seed: deriveSeed(options.seed, 0xCA3, UInt64(k)), kind: negative.key,
+                    from: recordings)
+        }
         let queryFile = "\(workDirectory)/scale-queries.bin"
         try Data(encoded).write(to: URL(fileURLWithPath: queryFile))
 
@@ -148,11 +175,17 @@ enum ScaleBenchmark {
         let large = try probe(catalog: path, queries: queryFile, opens: opens)
         if !options.keepWork { try? FileManager.default.removeItem(atPath: path) }
 
+        var signatureOf: [String: Signature] = [:]
+        for (k, i) in p.catalogFiles.enumerated() { signatureOf[p.corpus.files[i].id] = p.signatures[k] }
         let report = ScaleReport(hours: hours, realHours: realSeconds / 3600, references: references,
                                  fillerPeaksPerSecond: fillerDuration > 0 ? Double(fillerPeaks) / fillerDuration : 0,
                                  generateSeconds: generateSeconds, buildSeconds: buildSeconds, fileBytes: fileBytes,
                                  entries: entries, queries: queries, small: small, large: large,
-                                 smallBytes: p.catalogBytes, smallHours: realSeconds / 3600)
+                                 smallBytes: p.catalogBytes, smallHours: realSeconds / 3600,
+                                 calibrationSmall: Calibration.rows(queries, small, signatures: signatureOf),
+                                 calibrationLarge: Calibration.rows(queries, large, signatures: signatureOf),
+                                 requiredSmall: Matcher.requiredInliers(entryCount: p.entryCount),
+                                 requiredLarge: Matcher.requiredInliers(entryCount: entries))
         for (name, r) in [("corpus", small), ("scale", large)] {
             let (ok, total) = report.recall("clean10", in: r)
             let (okN, totalN) = report.recall("noise0", in: r)
@@ -175,7 +208,9 @@ enum ScaleBenchmark {
         var result = ProbeResult()
         for line in r.output.split(separator: "\n") {
             let f = line.split(separator: " ").map(String.init)
-            if f.count == 7, f[0] == "q" {
+            if f.count == 5, f[0] == "c" {
+                result.candidates.append((f[3] == "-" ? nil : f[3], Int(f[2]) ?? 0, Double(f[4]) ?? 0))
+            } else if f.count == 7, f[0] == "q" {
                 result.queries.append((f[2] == "-" ? nil : f[2], Double(f[3]) ?? 0, Double(f[4]) ?? 0, Double(f[5]) ?? 0,
                                        Double(f[6]) ?? 0))
             } else if f.count == 2, let v = Double(f[1]) {
@@ -281,6 +316,17 @@ enum Probe {
         emit("rssfile_after_queries_kb", Double(ProcStatus.kilobytes("RssFile") ?? 0))
         emit("rssanon_after_queries_kb", Double(ProcStatus.kilobytes("RssAnon") ?? 0))
         emit("hwm_kb", Double(ProcStatus.kilobytes("VmHWM") ?? 0))
+        // Calibration, after everything measured: each query's best candidate with the evidence
+        // floor lowered to where chance alignments show.
+        matcher.evidenceFloor = Calibration.floor
+        for (i, s) in signatures.enumerated() {
+            if let top = matcher.referenceCandidates(s).first {
+                let id = catalog.mediaItems(ofReference: top.referenceIndex).first?.id ?? "-"
+                print("c \(i) \(top.inliers) \(id) \(top.offset)")
+            } else {
+                print("c \(i) 0 - 0")
+            }
+        }
         fflush(nil)
         return 0
     }
