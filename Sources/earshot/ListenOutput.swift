@@ -100,10 +100,12 @@ final class ListenOutput: Sendable {
         var text = "\(kind): \(Format.name(of: top.mediaItem)) [id \(top.mediaItem.id), reference \(top.referenceIndex)] "
             + "at \(Format.seconds(top.predictedCurrentMatchOffset)), frequency skew \(Format.percent(top.frequencySkew)), "
             + "confidence \(String(format: "%.2f", top.confidence))"
-        // A repeated section lists the same item at its other places; other items are named.
+        // A repeated section lists the same reference at its other places; other items are named.
         let others = items.dropFirst()
-        let places = others.filter { $0.mediaItem.id == top.mediaItem.id }.map { Format.seconds($0.predictedCurrentMatchOffset) }
-        let ids = others.filter { $0.mediaItem.id != top.mediaItem.id }.map(\.mediaItem.id)
+        func sameReference(_ m: MatchedMediaItem) -> Bool { m.catalogName == top.catalogName && m.referenceIndex == top.referenceIndex }
+        let places = others.filter(sameReference).map { Format.seconds($0.predictedCurrentMatchOffset) }
+        var ids: [String] = []
+        for m in others where !sameReference(m) && !ids.contains(m.mediaItem.id) { ids.append(m.mediaItem.id) }
         if !places.isEmpty { text += " (or at \(places.joined(separator: ", ")): a repeated section)" }
         if !ids.isEmpty { text += " (also \(ids.joined(separator: ", ")))" }
         return text

@@ -169,3 +169,30 @@ struct CatalogFormatTests {
     }
 
 }
+
+struct CommonKeyTests {
+    /// A key that occurs more than `maximumPostingsPerKey` times (a two-note figure repeated all
+    /// through a long reference) is skipped; a rare key of the same catalog is still found.
+    @Test func aKeyThatOccursEverywhereIsSkippedAndOthersAreNot() throws {
+        // Every 32 frames: bin 50, then bin 60 five frames later. 1200 s gives ≈ 1170 of each pair.
+        let frames = Int(1200 / FingerprintParameters.hopDuration)
+        var peaks: [Peak] = []
+        for t in stride(from: 0, to: frames - 40, by: 32) {
+            peaks.append(Peak(time: Float(t), bin: 50, magnitude: 10))
+            peaks.append(Peak(time: Float(t + 5), bin: 60, magnitude: 10))
+        }
+        let rare = [Peak(time: 10, bin: 100, magnitude: 10), Peak(time: 17, bin: 130, magnitude: 10)]
+        var catalog = CustomCatalog()
+        try catalog.addReferenceSignature(try Signature(duration: 1200, peaks: peaks), representing: [MediaItem(id: "figure")])
+        try catalog.addReferenceSignature(try Signature(duration: 20, peaks: rare), representing: [MediaItem(id: "rare")])
+        let mapped = try MappedCatalog(bytes: try catalog.dataRepresentation())
+        func postings(f1: Int, dt: Int, df: Int) -> Int {
+            var n = 0
+            mapped.forEachPosting(of: LandmarkHasher.landmark(t1: 0, f1: f1, dt: dt, df: df, anchorBin: Float(f1)).key) { _ in n += 1 }
+            return n
+        }
+        #expect(frames / 32 > MappedCatalog.maximumPostingsPerKey)
+        #expect(postings(f1: 50, dt: 5, df: 10) == 0)
+        #expect(postings(f1: 100, dt: 7, df: 30) == 1)
+    }
+}

@@ -45,6 +45,18 @@ struct MatchTrackerTests {
         #expect(first?.result.mediaItems.first?.predictedCurrentMatchOffset == 75)
     }
 
+    /// Another reference on top is new audio (a channel change), not a repeat: the followed
+    /// reference, still in the window, does not jump ahead of it.
+    @Test func anotherReferenceOnTopKeepsItsPlace() {
+        var tracker = MatchTracker()
+        _ = tracker.track(item(reference: 1, current: 30), streamTime: 100)
+        guard case .match(let other) = item(reference: 2, current: 8), case .match(let followed) = item(reference: 1, current: 32)
+        else { Issue.record("fixture"); return }
+        let delivered = tracker.track(.match(other + followed), streamTime: 102)
+        #expect(delivered?.result.mediaItems.map(\.referenceIndex) == [2, 1])
+        #expect(delivered?.isRepeat == false)
+    }
+
     @Test func reportsLossOnceAfterConsecutiveMisses() {
         var tracker = MatchTracker(missesBeforeLost: 2)
         _ = tracker.track(item(reference: 1, current: 30), streamTime: 100)

@@ -160,21 +160,59 @@ struct RepeatedSectionTests {
 struct PitchShiftTests {
     /// A pitch shift with the tempo kept (a karaoke key change): every peak's frequency moves,
     /// no time does. Made on the signature, so the test is about the search, not a pitch shifter.
-    @Test(arguments: [1.0595, 0.9439])
+    @Test(arguments: [1.0595, 0.9439, 1.045, 0.955])
     func pitchOnlyShiftIsFoundAndMeasured(pitch: Double) throws {
         let fixture = MatchingFixture.shared
         let matcher = Matcher(catalog: fixture.catalog)
-        let query = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[2], start: 9, duration: 10))
-        let shifted = try Signature(duration: query.duration, peaks: query.peaks.compactMap {
-            let bin = $0.bin * Float(pitch)  // peaks shifted out of the analysed band are lost
-            let band = Float(FingerprintParameters.minimumBin)...Float(FingerprintParameters.maximumBin)
-            return band.contains(bin) ? Peak(time: $0.time, bin: bin, magnitude: $0.magnitude) : nil
-        })
-        let top = try #require(matcher.match(shifted).mediaItems.first)
+        let top = try #require(matcher.match(try Self.shifted(fixture.audio[2], start: 9, pitch: pitch)).mediaItems.first)
         #expect(top.mediaItem.id == "ref2")
         #expect(abs(top.matchOffset - 9) < 0.05)
         #expect(abs(top.frequencySkew - (pitch - 1)) < 0.005)
         #expect(abs(top.timeSkew) < 0.005)
+        // Found with the evidence of a clear match, not scraped together under a speed change.
+        #expect(top.confidence > 0.9)
+    }
+
+    /// A session following a pitch-shifted programme asks whether the window still holds the
+    /// followed position: it is searched under the nearest pitch, whatever the time scale.
+    @Test(arguments: [1.02, 0.985, 1.045])
+    func followedPositionHoldsUnderAPitchShift(pitch: Double) throws {
+        let fixture = MatchingFixture.shared
+        let matcher = Matcher(catalog: fixture.catalog)
+        let c = try #require(matcher.candidate(try Self.shifted(fixture.audio[2], start: 9, pitch: pitch), reference: 2,
+                                               offset: 9, timeScale: 1, pitch: pitch))
+        #expect(abs(c.offset - 9) < 0.05)
+        #expect(abs(c.pitchRatio - pitch) < 0.005)
+        #expect(c.inliers >= 24)
+    }
+
+    /// 10 s of `audio` from `start`, every peak's frequency moved by `pitch`, times kept (peaks
+    /// shifted out of the analysed band are lost).
+    static func shifted(_ audio: [Float], start: Double, pitch: Double) throws -> Signature {
+        let query = try SyntheticSignature.of(SyntheticSignature.excerpt(audio, start: start, duration: 10))
+        let band = Float(FingerprintParameters.minimumBin)...Float(FingerprintParameters.maximumBin)
+        return try Signature(duration: query.duration, peaks: query.peaks.compactMap {
+            let bin = $0.bin * Float(pitch)
+            return band.contains(bin) ? Peak(time: $0.time, bin: bin, magnitude: $0.magnitude) : nil
+        })
+    }
+}
+
+struct RankingTests {
+    private func candidate(_ reference: Int, _ offset: Double, _ inliers: Int) -> Matcher.Candidate {
+        Matcher.Candidate(referenceIndex: reference, offset: offset, timeScale: 1, pitchRatio: 1, inliers: inliers,
+                          confidence: Matcher.confidence(inliers: inliers, required: Matcher.minimumInliers))
+    }
+
+    /// References best first, each followed by its other places that score alike; the same place
+    /// found twice (two hypotheses) counts once; anything under a quarter of the best goes.
+    @Test func placesThatScoreAlikeFollowTheirReferencesBest() {
+        let ranked = Matcher.ranked([
+            candidate(1, 50, 30), candidate(0, 10, 40), candidate(0, 70, 32), candidate(0, 10.4, 39),
+            candidate(0, 130, 20), candidate(1, 90, 24), candidate(2, 5, 9), candidate(1, 20, 8),
+        ])
+        #expect(ranked.map(\.referenceIndex) == [0, 0, 1, 1])
+        #expect(ranked.map(\.offset) == [10, 70, 50, 90])
     }
 }
 
@@ -184,7 +222,10 @@ struct ConfidenceCalibrationTests {
         #expect(Matcher.requiredInliers(entryCount: 0) == Matcher.minimumInliers)
         #expect(Matcher.requiredInliers(entryCount: 258_000) == Matcher.minimumInliers)  // 3 h
         #expect(Matcher.requiredInliers(entryCount: 1_000_000) == Matcher.minimumInliers)
+        #expect(Matcher.requiredInliers(entryCount: 1_000_001) == Matcher.minimumInliers + 1)
         #expect(Matcher.requiredInliers(entryCount: 8_900_000) == Matcher.minimumInliers + 1)  // 100 h
+        #expect(Matcher.requiredInliers(entryCount: 10_000_000) == Matcher.minimumInliers + 1)
+        #expect(Matcher.requiredInliers(entryCount: 10_000_001) == Matcher.minimumInliers + 2)
         #expect(Matcher.requiredInliers(entryCount: 90_000_000) == Matcher.minimumInliers + 2)
     }
 

@@ -260,7 +260,8 @@ public final class MappedCatalog: @unchecked Sendable {
     /// from, and would cost a query thousands of hits. Postings per key grow with the catalog:
     /// at 100 hours a limit of 96 dropped a third of right matches' evidence (recall 12–42
     /// points lower in the living-room conditions); 512 keeps nearly all of it, for match time
-    /// p99 54 ms instead of 15 (benchmarks/RESULTS.md, Scale).
+    /// p99 56 ms instead of 12 (benchmarks/RESULTS.md, "The living room"). A larger catalog wants a
+    /// more specific hash, not a higher limit.
     public static let maximumPostingsPerKey = 512
     /// Longest bucket read at all (about 8 postings is usual): a bound on the work a corrupt or
     /// hostile directory can cause.

@@ -1,14 +1,14 @@
 import Foundation
 
 /// Finds which references of a catalog a query signature comes from, where, and at what speed
-/// (`SHSession.match`).
+/// and pitch (`SHSession.match`).
 ///
-/// 1. The query's strongest peaks are mapped into reference coordinates under a speed hypothesis
-///    and hashed; each hash's postings vote for an offset bin (reference frame − query frame).
+/// 1. The query's strongest peaks are mapped into reference coordinates under a hypothesis (a
+///    speed change, or a pitch shift with the tempo kept) and hashed; each hash's postings vote for an offset bin (reference frame − query frame).
 /// 2. The busiest bins become candidates; each candidate's hits are fitted with a line (query time
 ///    → reference time): its inliers are the evidence, its slope the speed, its intercept the
 ///    offset; the ratio of query to reference anchor frequencies gives the frequency skew.
-/// 3. Hypotheses are searched in stages: unchanged speed first (most audio), stopping there on a
+/// 3. Hypotheses are searched in stages: unchanged audio first (most audio), stopping there on a
 ///    clear match; otherwise every hypothesis with a third of the anchors, then the best ones fully.
 ///
 /// A matcher owns reusable scratch space: one instance serves one thread at a time.
@@ -33,13 +33,18 @@ public final class Matcher {
     /// Fewest aligned query anchors that make a match in a catalog of up to a million index
     /// entries (about 12 hours). Chance alignments (same tempo, same instruments) reuse a few
     /// anchors many times; a real match aligns many different ones. Measured on audio not in the
-    /// catalog (people talking, noise, other music, in rooms; benchmarks/RESULTS.md): chance
-    /// reached 8, never 9.
+    /// catalog (485 queries of people talking, noise, other music, in rooms; benchmarks/RESULTS.md,
+    /// Scale): chance reached 8, never 9.
     public static let minimumInliers = 9
     /// Chance grows with the catalog (more places to align by accident): one more aligned anchor
     /// is required per tenfold index entries beyond a million.
     public static func requiredInliers(entryCount: Int) -> Int {
-        minimumInliers + Int(max(0, log10(Double(max(1, entryCount)) / 1e6)).rounded(.up))
+        var required = minimumInliers, limit = 1_000_000
+        while entryCount > limit, limit <= Int.max / 10 {
+            required += 1
+            limit *= 10
+        }
+        return required
     }
     /// What this catalog requires (`requiredInliers(entryCount:)`).
     public let requiredInliers: Int
@@ -48,7 +53,7 @@ public final class Matcher {
 
     /// How far `referenceCandidates` searches.
     public enum SearchDepth: Sendable {
-        /// Unchanged speed only (stage 1): what a clear match needs.
+        /// Unchanged audio only (stage 1): what a clear match needs.
         case unchangedSpeed
         /// Every stage, unless stage 1 is decisive.
         case full
@@ -211,7 +216,7 @@ public final class Matcher {
             }
         }
         guard let best = bestFirst.first?.inliers else { return [] }
-        return zip(bestFirst, positions).filter { $0.0.inliers * 4 >= best }.flatMap(\.1)
+        return positions.flatMap { $0 }.filter { $0.inliers * 4 >= best }  // grouped: a reference's best leads its group
     }
 
     /// The match the query makes with `reference` at `offset` (reference seconds at the query's
@@ -229,7 +234,11 @@ public final class Matcher {
         signature.peaks.withUnsafeBufferPointer {
             PeakSelection.strongest($0, perSecond: PeakSelection.queryPeaksPerSecond, into: &queryPeaks)
         }
-        func distance(_ h: Hypothesis) -> Double { abs(Double(h.timeScale) - timeScale) + abs(Double(h.pitch) - pitch) }
+        // A pitch error moves an anchor by up to 255 × the error in bins, a time error a pair's
+        // span by up to 63 × the error in frames (and frames are probed more widely): weigh them so.
+        func distance(_ h: Hypothesis) -> Double {
+            255 * abs(Double(h.pitch) - pitch) + Double(LandmarkHasher.maximumFrameDelta) * abs(Double(h.timeScale) - timeScale)
+        }
         let hypotheses = Self.hypotheses
         guard let h = hypotheses.indices.min(by: { distance(hypotheses[$0]) < distance(hypotheses[$1]) }) else { return nil }
         collectHits(hypothesis: h, anchorStride: 1)

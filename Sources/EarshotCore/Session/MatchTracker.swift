@@ -61,14 +61,16 @@ public struct MatchTracker: Sendable {
                 return abs(expected - m.predictedCurrentMatchOffset) <= positionTolerance
             }
             // A repeated section (a chorus, a jingle) matches at every place it occurs, and the
-            // result lists them all; what was heard before tells which: the position that
-            // continues the followed playback goes first.
-            if !continues(items[0]), let k = items.firstIndex(where: continues) {
-                items.insert(items.remove(at: k), at: 0)
-            }
+            // result lists them; what was heard before tells which: when the best is the followed
+            // reference elsewhere, the items that continue the followed playback go first. (Another
+            // reference on top is new audio, a channel change: its order stands.)
             let top = items[0]
-            let isRepeat = continues(top)
-            current = top
+            if !continues(top), items.contains(where: continues) {
+                let same = { (m: MatchedMediaItem) in m.referenceIndex == top.referenceIndex && m.catalogName == top.catalogName }
+                items = items.filter { same($0) && continues($0) } + items.filter { !(same($0) && continues($0)) }
+            }
+            let isRepeat = continues(items[0])
+            current = items[0]
             currentAt = streamTime
             misses = 0
             reportedNoMatch = false

@@ -406,7 +406,8 @@ enum Report {
         let kinds = first.chance.keys.sorted()
         var s = "\n### Confidence calibration: audio that is not in the catalog\n\n"
         s += "Each query's best candidate, searched with the evidence floor lowered to \(Calibration.floor) aligned anchors, "
-        s += "in both catalogs. Negatives (\(first.allChance.1 + first.shared) in all): "
+        s += "in both catalogs (the lowered floor also widens the search, so the recall column is what the shipped search "
+        s += "finds at most). Negatives (\(r.queries.filter { !$0.positive }.count) in all): "
         s += NegativeKind.all.map { k in "\(k.name) (`\(k.key)`, \(r.queries.filter { $0.kind == k.key }.count))" }.joined(separator: ", ")
         s += ", and held-out music (`negative`, \(r.queries.filter { $0.kind == "negative" }.count)). A negative whose best candidate is "
         s += "audio a catalog file shares (peak overlap ≥ 8 % with its clean excerpt: a reused loop or passage, which the "
