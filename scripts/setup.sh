@@ -15,6 +15,8 @@ packages=(
   libsqlite3-dev    # the clients' libraries (SQLite, WAL)
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv
+  libprotobuf-c-dev protobuf-c-compiler  # the C client (clients/c): protobuf-c runtime and protoc-c
+  valgrind          # the C client's tests run under memcheck
 )
 
 missing=()

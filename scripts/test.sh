@@ -4,7 +4,8 @@
 #      process driven by the Swift client, the CLI end to end;
 #   2. the Python client's tests — unit tests, then integration tests against the real earshotd
 #      (plain mode for the protocol tests, CURVE with generated keys for test_security.py)
-#      (a catalog and a programme made here from synthetic audio with sox and the CLI).
+#      (a catalog and a programme made here from synthetic audio with sox and the CLI);
+#   3. the C client's tests (clients/c/tests/run-tests.sh): the same daemon over CURVE, under valgrind.
 # Arguments are passed to `swift test` (e.g. --filter Daemon) instead of the three default runs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,3 +40,8 @@ source scripts/lib/synth-music.sh
 
 EARSHOTD="$bin/earshotd" EARSHOT_TEST_CATALOG="$work/test.earcat" EARSHOT_TEST_AUDIO="$work/second.wav" \
   clients/python/run-tests.sh
+
+# 3. The C client (clients/c): built with -Werror, its tests against the real earshotd over CURVE
+#    under valgrind, and a short fuzz of its decoders.
+EARSHOTD="$bin/earshotd" EARSHOT_CLI="$bin/earshot" EARSHOT_TEST_CATALOG="$work/test.earcat" EARSHOT_TEST_AUDIO="$work/second.wav" \
+  clients/c/tests/run-tests.sh

@@ -2,7 +2,9 @@ import Foundation
 
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
-    enum Command: String { case recognition, scale, live, daemon, hostile, hotload, cues, library, all, probe = "_probe" }
+    enum Command: String {
+        case recognition, scale, live, daemon, hostile, hotload, cues, library, all, probe = "_probe", roundTrip = "_rtt"
+    }
 
     var command: Command = .recognition
     var root: String = ""
@@ -15,6 +17,11 @@ struct Options {
     var negatives: Int?
     var scaleHours: Double?
     var conditions: [String]?
+    // _rtt (the Swift client's Match round trip against a running daemon; benchmarks/client-rtt.sh)
+    var rttServer = ""
+    var rttServerKey = ""
+    var rttKey = ""
+    var rttCalls = 300
     var synthetic = false
     var decodeCache = true
     var keepWork = false
@@ -93,7 +100,12 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "all", "_probe": o.command = Command(rawValue: arg)!
+            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "all", "_probe", "_rtt":
+                o.command = Command(rawValue: arg)!
+            case "--server": o.rttServer = try value(arg)
+            case "--server-key": o.rttServerKey = try value(arg)
+            case "--key": o.rttKey = try value(arg)
+            case "--calls": o.rttCalls = try number(arg, Int.self)
             case "--queries": o.queries = try number(arg, Int.self)
             case "--negatives": o.negatives = try number(arg, Int.self)
             case "--seed": o.seed = try number(arg, UInt64.self)

@@ -51,10 +51,11 @@ struct RunEnvironment {
 }
 
 enum Report {
-    /// "livingroom" (issue 16) and "recut" (issue 12) hold before/after comparisons of two builds;
-    /// no run writes them, every run keeps them.
+    /// "livingroom" (issue 16) and "recut" (issue 12) hold before/after comparisons of two builds,
+    /// and "clients" is written by benchmarks/client-rtt.sh; no earshot-bench run writes them,
+    /// every run keeps them.
     static let sections = ["conditions", "recognition", "performance", "scale", "livingroom", "live", "daemon", "hostile", "hotload",
-                           "cues", "library", "recut"]
+                           "cues", "library", "clients", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,

@@ -13,6 +13,7 @@ func benchMain() -> Int32 {
     }
     do {
         if options.command == .probe { return try Probe.run(options) }
+        if options.command == .roundTrip { return try ClientRoundTrip.run(options) }
         try runBenchmarks(options)
         return 0
     } catch {
