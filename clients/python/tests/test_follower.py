@@ -176,6 +176,23 @@ def test_heartbeat_timeout_triggers_a_new_snapshot(server, publisher, subscriber
     assert 0.3 <= time.monotonic() - beat < 1.5
 
 
+def test_a_heartbeat_body_on_another_topic_is_not_a_heartbeat(server, publisher, subscriber, client):
+    # The daemon's load-test events carry Heartbeat bodies on earshot.v1/loadtest/.
+    serve_snapshots(server, publisher)
+    subscriber.subscribe("earshot.v1/loadtest/")
+    follower = StateFollower(client, subscriber, heartbeat_timeout=0.3, min_resync_interval=0)
+    assert next_update(follower).kind == "snapshot"
+    beat = time.monotonic()
+    publisher.heartbeat()
+    deadline = time.monotonic() + 1.0
+    update = None
+    while update is None and time.monotonic() < deadline:
+        publisher.publish("earshot.v1/loadtest/", heartbeat=pb.Heartbeat())
+        update = follower.poll(0.05)
+    assert update is not None and update.kind == "snapshot" and "no heartbeat" in update.reason
+    assert 0.3 <= time.monotonic() - beat < 1.0
+
+
 def test_heartbeat_heads_reveal_a_lost_tail(server, publisher, subscriber, client):
     serve_snapshots(server, publisher)
     follower = StateFollower(client, subscriber, min_resync_interval=0)

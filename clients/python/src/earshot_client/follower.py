@@ -301,8 +301,10 @@ class StateFollower:
             self._resync_reason = f"epoch changed ({self._epoch:#x} → {event.epoch:#x})"
             return None
         topic = event.topic
-        if event.WhichOneof("body") == "heartbeat" or topic == Topics.HEARTBEAT:
-            return self._heartbeat(event)
+        # A heartbeat is known by its topic: other topics may carry a Heartbeat body too (the
+        # daemon's load-test events do), and must not keep the heartbeat clock going.
+        if topic == Topics.HEARTBEAT:
+            return self._heartbeat(event) if event.WhichOneof("body") == "heartbeat" else None
         last = self._applied.get(topic, 0)
         if event.seq <= last:
             self.stale_dropped += 1
