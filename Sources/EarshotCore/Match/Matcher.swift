@@ -4,7 +4,8 @@ import Foundation
 /// and pitch (`SHSession.match`).
 ///
 /// 1. The query's strongest peaks are mapped into reference coordinates under a hypothesis (a
-///    speed change, or a pitch shift with the tempo kept) and hashed; each hash's postings vote for an offset bin (reference frame − query frame).
+///    speed change, or a pitch shift with the tempo kept) and hashed; each hash's postings vote
+///    for an offset bin (reference frame − query frame).
 /// 2. The busiest bins become candidates; each candidate's hits are fitted with a line (query time
 ///    → reference time): its inliers are the evidence, its slope the speed, its intercept the
 ///    offset; the ratio of query to reference anchor frequencies gives the frequency skew.
@@ -202,21 +203,21 @@ public final class Matcher {
     /// before can). The same position found under two hypotheses counts once, and references
     /// far weaker than the best are dropped (a shared intro matches several equally well).
     static func ranked(_ found: [Candidate]) -> [Candidate] {
-        var bestFirst: [Candidate] = []
-        var positions: [[Candidate]] = []  // per reference, in the order references appear
+        // One group per reference, in the order references first appear; each group's first
+        // (best) position leads it.
+        var groups: [[Candidate]] = []
         for c in found.sorted(by: { $0.inliers > $1.inliers }) {
-            guard let r = bestFirst.firstIndex(where: { $0.referenceIndex == c.referenceIndex }) else {
-                bestFirst.append(c)
-                positions.append([c])
+            guard let r = groups.firstIndex(where: { $0[0].referenceIndex == c.referenceIndex }) else {
+                groups.append([c])
                 continue
             }
-            if Double(c.inliers) >= Self.alikeShare * Double(bestFirst[r].inliers),
-               !positions[r].contains(where: { abs($0.offset - c.offset) < Self.distinctPositions }) {
-                positions[r].append(c)
+            if Double(c.inliers) >= Self.alikeShare * Double(groups[r][0].inliers),
+               !groups[r].contains(where: { abs($0.offset - c.offset) < Self.distinctPositions }) {
+                groups[r].append(c)
             }
         }
-        guard let best = bestFirst.first?.inliers else { return [] }
-        return positions.flatMap { $0 }.filter { $0.inliers * 4 >= best }  // grouped: a reference's best leads its group
+        guard let best = groups.first?[0].inliers else { return [] }
+        return groups.joined().filter { $0.inliers * 4 >= best }
     }
 
     /// The match the query makes with `reference` at `offset` (reference seconds at the query's

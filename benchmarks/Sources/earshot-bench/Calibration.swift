@@ -49,11 +49,8 @@ struct NegativeKind {
 /// How far chance alignments reach, by catalog size: the best candidate's inliers for every
 /// negative, against the share of right matches a minimum keeps.
 enum Calibration {
-    /// The evidence floor used to see chance (a match needs `Matcher.minimumInliers`).
+    /// The evidence floor used to see chance (a match needs `Matcher.requiredInliers`).
     static let floor = 4
-}
-
-extension Calibration {
     /// Minimums the table shows.
     static let minimums = 5...16
 
