@@ -40,10 +40,11 @@ public struct CustomCatalog: Sendable, Equatable {
         guard CatalogLayout.timelineFrames(of: references) + frames <= CatalogLayout.maximumTimelineFrames else {
             throw .catalogInvalid("catalog would exceed \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
         }
-        // A catalog keeps only the strongest peaks: they are the ones that survive a room, and
-        // fewer peaks keep the catalog small. Selecting again from a selection changes nothing.
+        // A catalog keeps only the strongest peaks, overall and per band: they are the ones that
+        // survive a room, and fewer peaks keep the catalog small. Selecting again from a selection
+        // changes nothing.
         let kept = try Signature(duration: signature.duration,
-                                 peaks: PeakSelection.strongest(signature.peaks, perSecond: PeakSelection.referencePeaksPerSecond))
+                                 peaks: PeakSelection.select(signature.peaks, PeakSelection.reference))
         references.append(CatalogReference(signature: kept, mediaItems: mediaItems, cues: schedule.cues))
     }
 

@@ -290,6 +290,27 @@ public final class MappedCatalog: @unchecked Sendable {
         }
     }
 
+    /// Calls `body(time, bin)` for every stored peak of reference `index` whose time (frames from
+    /// the reference's start) lies in `frames`, in time order. Reads the peak section in place,
+    /// without allocating; peak times are stored as steps, so the walk starts at the reference's
+    /// first peak (a few microseconds for a song, tens for an hour-long programme).
+    public func forEachPeak(ofReference index: Int, in frames: ClosedRange<Float>, _ body: (Float, Float) -> Void) {
+        let ref = references[index]
+        guard ref.peakRecordCount > 0, let base = peaksSection.baseAddress else { return }
+        let records = base + ref.peaksOffset
+        var units = 0
+        for r in 0..<ref.peakRecordCount {
+            let record = records + r * PeakCoding.recordSize
+            units += Int(UInt16(littleEndian: record.loadUnaligned(as: UInt16.self)))
+            let bin = UInt16(littleEndian: record.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+            guard bin != PeakCoding.skipValue else { continue }
+            let time = Float(units) / PeakCoding.timeUnitsPerFrame
+            if time < frames.lowerBound { continue }
+            if time > frames.upperBound { return }
+            body(time, Float(bin) / PeakCoding.binUnits + PeakCoding.binBase)
+        }
+    }
+
     /// The reference containing global `frame`, if any.
     public func referenceIndex(containing frame: Int) -> Int? {
         var lo = 0, hi = referenceStarts.count

@@ -102,6 +102,32 @@ enum Calibration {
         }
     }
 
+    /// What the product's own search (`Matcher.match`: the minimum, or fewer anchors confirmed by
+    /// the reference's peaks) answers for the same queries, from a probe's shipped results.
+    static func shipped(_ queries: [ScaleQuery], _ probe: ProbeResult, signatures: [String: Signature]) -> Row {
+        var chance: [String: (Int, Int)] = [:]
+        var all = (0, 0), recall = (0, 0), shared = 0
+        for (i, q) in queries.enumerated() where i < probe.queries.count {
+            let r = probe.queries[i]
+            if q.positive {
+                recall.1 += 1
+                if r.id == q.id, abs(r.offset - q.start) <= RecognitionBenchmark.offsetTolerance { recall.0 += 1 }
+                continue
+            }
+            if let id = r.id, let reference = signatures[id],
+               PeakOverlap.fraction(query: q.cleanPeaks, reference: reference.peaks, offset: r.offset) >= PeakOverlap.similarMaterialThreshold {
+                shared += 1
+                continue
+            }
+            let hit = r.id == nil ? 0 : 1
+            chance[q.kind, default: (0, 0)].0 += hit
+            chance[q.kind, default: (0, 0)].1 += 1
+            all.0 += hit
+            all.1 += 1
+        }
+        return Row(minimumInliers: 0, chance: chance, allChance: all, shared: shared, recall: recall)
+    }
+
     /// The Markdown table of both catalogs' rows, side by side.
     static func table(small: [Row], large: [Row], requiredSmall: Int, requiredLarge: Int, hours: (Double, Double)) -> String {
         var s = String(format: "| aligned anchors at least | confidence (%.1f h / %.0f h catalog) | chance matches, %.1f h | chance matches, %.0f h | recall, %.1f h | recall, %.0f h |\n",

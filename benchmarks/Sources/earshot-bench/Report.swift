@@ -430,6 +430,20 @@ enum Report {
             s += "| `\(kind)` | \(cell(a)) | \(cell(b)) |\n"
         }
         s += "| shared audio found (not counted above) | \(a?.shared ?? 0) | \(b?.shared ?? 0) |\n"
+        // The rows above count aligned anchors alone; the product also takes a candidate with 5 to
+        // 8 that the reference's own peaks confirm (`PeakVerification`).
+        let x = r.shippedSmall, y = r.shippedLarge
+        s += "\nThe shipped search (`Matcher.match`: the minimum, or a candidate of \(Matcher.verificationFloor)–\(r.requiredSmall - 1) anchors "
+        s += "that the reference's stored peaks confirm), on the same queries:\n\n"
+        s += "| | \(Fmt.f(r.smallHours, 1)) h | \(Fmt.f(r.hours, 0)) h |\n|---|---|---|\n"
+        s += "| chance matches | \(Fmt.pct(x.allChance.0, x.allChance.1)) (\(x.allChance.0)/\(x.allChance.1)) "
+        s += "| \(Fmt.pct(y.allChance.0, y.allChance.1)) (\(y.allChance.0)/\(y.allChance.1)) |\n"
+        for kind in kinds {
+            func cell(_ row: Calibration.Row) -> String { row.chance[kind].map { "\($0.0)/\($0.1)" } ?? "—" }
+            s += "| … `\(kind)` | \(cell(x)) | \(cell(y)) |\n"
+        }
+        s += "| shared audio found (not counted above) | \(x.shared) | \(y.shared) |\n"
+        s += "| recall, all positives | \(Fmt.pct(x.recall.0, x.recall.1)) | \(Fmt.pct(y.recall.0, y.recall.1)) |\n"
         return s
     }
 }

@@ -46,6 +46,9 @@ struct ScaleReport {
     var smallHours: Double
     var calibrationSmall: [Calibration.Row]
     var calibrationLarge: [Calibration.Row]
+    /// The shipped search's answers to the same queries (`Calibration.shipped`).
+    var shippedSmall: Calibration.Row
+    var shippedLarge: Calibration.Row
     /// Aligned anchors a match needs in each catalog (`Matcher.requiredInliers`).
     var requiredSmall: Int
     var requiredLarge: Int
@@ -184,6 +187,8 @@ enum ScaleBenchmark {
                                  smallBytes: p.catalogBytes, smallHours: realSeconds / 3600,
                                  calibrationSmall: Calibration.rows(queries, small, signatures: signatureOf),
                                  calibrationLarge: Calibration.rows(queries, large, signatures: signatureOf),
+                                 shippedSmall: Calibration.shipped(queries, small, signatures: signatureOf),
+                                 shippedLarge: Calibration.shipped(queries, large, signatures: signatureOf),
                                  requiredSmall: Matcher.requiredInliers(entryCount: p.entryCount),
                                  requiredLarge: Matcher.requiredInliers(entryCount: entries))
         for (name, r) in [("corpus", small), ("scale", large)] {

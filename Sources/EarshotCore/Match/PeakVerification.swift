@@ -1,0 +1,87 @@
+import Foundation
+
+/// Checks a candidate against the reference's own peaks, after the hash vote.
+///
+/// A landmark survives a room only if both of its peaks do, so in reverberation and noise a
+/// right match can gather fewer aligned anchors than a match needs. The peaks that survived
+/// alone still sit where the reference has peaks: mapped by the candidate (offset, time scale,
+/// pitch), the query's peaks are compared with the reference peaks the catalog stores for the
+/// span the query covers. Chance finds some too (a noisy query has peaks everywhere), as many
+/// as the query's own peak density in each band predicts; the evidence is how far the count of
+/// found reference peaks stands above that expectation.
+///
+/// Pure and allocation-free: the reference peaks are read in place from the catalog.
+public enum PeakVerification {
+    /// A reference peak is found when a query peak lies this close to it (frames, bins): the
+    /// peak picker places a peak to a fraction of a frame and bin, a room moves it by about one.
+    static let frameTolerance: Float = 1.5
+    static let binTolerance: Float = 1.5
+
+    public struct Result: Sendable, Equatable {
+        /// Reference peaks in the span the query covers.
+        public var referencePeaks: Int
+        /// Of them, those with a query peak close by.
+        public var found: Int
+        /// How many would be found by chance, from the query's peak density.
+        public var expected: Double
+
+        /// Found beyond chance, in standard deviations (Poisson, with one count of slack so a
+        /// tiny expectation does not make a handful of peaks look decisive), leaving out
+        /// `explained` found peaks that other evidence already counted (the peaks of the
+        /// landmarks the hash vote aligned are found by construction).
+        public func score(explained: Int) -> Double {
+            (Double(found - explained) - expected) / (expected + 1).squareRoot()
+        }
+    }
+
+    /// Compares `query` (a signature's peaks, time-ordered, query frames from 0 to
+    /// `queryFrames`) with reference `reference` of `catalog`, where the query starts at
+    /// `offset` seconds of the reference and runs `timeScale` reference seconds per second with
+    /// its frequencies `pitch` × the reference's.
+    public static func check(_ query: UnsafeBufferPointer<Peak>, queryFrames: Float, catalog: MappedCatalog,
+                             reference: Int, offset: Double, timeScale: Double, pitch: Double) -> Result {
+        let start = Float(offset / FingerprintParameters.hopDuration)
+        let scale = Float(timeScale), binScale = Float(1 / pitch)
+        // Chance: per band, the query's peaks per frame and bin, over the area one reference
+        // peak's tolerance covers (the chance that at least one query peak falls in it).
+        let firstBin = Float(FingerprintParameters.minimumBin), lastBin = Float(FingerprintParameters.maximumBin)
+        let edges = PeakSelection.bandStarts
+        let widths: (Float, Float, Float) = (edges.0 - firstBin, edges.1 - edges.0, lastBin - edges.1)
+        var counts: (Float, Float, Float) = (0, 0, 0)
+        for p in query {
+            switch PeakSelection.band(ofBin: p.bin * binScale) {
+            case 0: counts.0 += 1
+            case 1: counts.1 += 1
+            default: counts.2 += 1
+            }
+        }
+        let area = (2 * frameTolerance) * (2 * binTolerance) / max(1, queryFrames * scale)
+        let chance = (1 - exp(-counts.0 * area / widths.0), 1 - exp(-counts.1 * area / widths.1),
+                      1 - exp(-counts.2 * area / widths.2))
+
+        var result = Result(referencePeaks: 0, found: 0, expected: 0)
+        var lo = 0
+        catalog.forEachPeak(ofReference: reference, in: start...(start + queryFrames * scale)) { time, bin in
+            result.referencePeaks += 1
+            switch PeakSelection.band(ofBin: bin) {
+            case 0: result.expected += Double(chance.0)
+            case 1: result.expected += Double(chance.1)
+            default: result.expected += Double(chance.2)
+            }
+            // Query peaks are time-ordered and so are their mapped times: slide a window.
+            while lo < query.count, start + query[lo].time * scale < time - frameTolerance { lo += 1 }
+            var j = lo
+            while j < query.count {
+                let q = query[j]
+                let t = start + q.time * scale
+                if t > time + frameTolerance { break }
+                if abs(q.bin * binScale - bin) <= binTolerance {
+                    result.found += 1
+                    break
+                }
+                j += 1
+            }
+        }
+        return result
+    }
+}
