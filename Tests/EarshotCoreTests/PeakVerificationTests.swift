@@ -68,12 +68,69 @@ struct PeakVerificationTests {
         #expect(confirmed >= 3)
     }
 
-    /// Unrelated audio thinned the same way finds nothing to confirm.
-    @Test func unrelatedThinnedAudioIsNotConfirmed() throws {
-        let matcher = Matcher(catalog: fixture.catalog)
-        for seed in UInt64(700)..<UInt64(706) {
-            let query = try thinned(try SyntheticSignature.of(SyntheticMusic.make(seed: seed, duration: 10)), keeping: 0.3, seed: seed)
-            #expect(matcher.match(query).mediaItems.isEmpty)
+    /// Unrelated music checked against every reference at many places scores below what a
+    /// confirmation needs, even with no found peak set aside for the landmarks.
+    @Test func unrelatedAudioStaysBelowTheThreshold() throws {
+        var best = -Double.infinity
+        for seed in UInt64(700)..<UInt64(704) {
+            let query = try SyntheticSignature.of(SyntheticMusic.make(seed: seed, duration: 10))
+            let frames = Float(query.duration / FingerprintParameters.hopDuration)
+            for reference in 0..<4 {
+                for offset in stride(from: 0.0, through: 18, by: 1.5) {
+                    let check = query.peaks.withUnsafeBufferPointer {
+                        PeakVerification.check($0, queryFrames: frames, catalog: fixture.catalog, reference: reference,
+                                               offset: offset, timeScale: 1, pitch: 1)
+                    }
+                    #expect(check.referencePeaks > 0)
+                    best = max(best, check.score(explained: 0))
+                }
+            }
         }
+        #expect(best < Matcher.verificationScore)
+    }
+
+    /// A sped-up or pitch-shifted query is compared in the reference's own time and frequency:
+    /// with the candidate's time scale and pitch nearly every reference peak is found, with the
+    /// inverse ones hardly any.
+    @Test(arguments: [(1.04, 1.0), (0.96, 1.0), (1.0, 1.06), (1.0, 0.944)])
+    func speedAndPitchAreMappedTheRightWay(timeScale: Double, pitch: Double) throws {
+        let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[1], start: 8, duration: 12))
+        // Played `timeScale`× fast (query second = timeScale reference seconds) and `pitch`× high.
+        let duration = 10.0
+        let length = Float(duration * timeScale / FingerprintParameters.hopDuration)
+        let query = try Signature(duration: duration, peaks: clean.peaks.compactMap { p in
+            let bin = p.bin * Float(pitch)
+            guard p.time < length, bin >= Float(FingerprintParameters.minimumBin), bin < Float(FingerprintParameters.maximumBin)
+            else { return nil }
+            return Peak(time: p.time / Float(timeScale), bin: bin, magnitude: p.magnitude)
+        })
+        let frames = Float(duration / FingerprintParameters.hopDuration)
+        func check(_ t: Double, _ f: Double) -> PeakVerification.Result {
+            query.peaks.withUnsafeBufferPointer {
+                PeakVerification.check($0, queryFrames: frames, catalog: fixture.catalog, reference: 1, offset: 8,
+                                       timeScale: t, pitch: f)
+            }
+        }
+        let right = check(timeScale, pitch)
+        let wrong = check(1 / timeScale, 1 / pitch)
+        #expect(right.referencePeaks > 50)
+        #expect(Double(right.found) > 0.85 * Double(right.referencePeaks))
+        #expect(Double(wrong.found) < 0.3 * Double(wrong.referencePeaks))
+    }
+
+    /// A session asks whether the followed position still holds (`Matcher.candidate`): a weak
+    /// candidate there that the reference's peaks confirm holds, as in a one-off match.
+    @Test func followedPositionHoldsOnAConfirmedWeakCandidate() throws {
+        let matcher = Matcher(catalog: fixture.catalog)
+        var held = 0
+        for seed in UInt64(1)...UInt64(24) {
+            let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[3], start: 6, duration: 10))
+            let query = try thinned(clean, keeping: 0.2, seed: seed)
+            guard let weak = matcher.referenceCandidates(query).first, weak.inliers < matcher.requiredInliers else { continue }
+            let c = try #require(matcher.candidate(query, reference: 3, offset: 6, timeScale: 1, pitch: 1))
+            #expect(abs(c.offset - 6) < 0.05)
+            held += 1
+        }
+        #expect(held >= 3)
     }
 }

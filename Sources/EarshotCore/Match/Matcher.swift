@@ -12,7 +12,8 @@ import Foundation
 ///    candidate with a few inliers too few is checked against the reference's stored peaks
 ///    (`PeakVerification`): a room breaks most landmarks but leaves single peaks in place.
 /// 3. Hypotheses are searched in stages: unchanged audio first (most audio), stopping there on a
-///    clear match; otherwise every hypothesis with a third of the anchors, then the best ones fully.
+///    clear match; otherwise every hypothesis with a quarter of the anchors, then the best ones
+///    fully.
 ///
 /// A matcher owns reusable scratch space: one instance serves one thread at a time.
 public final class Matcher {
@@ -34,9 +35,9 @@ public final class Matcher {
         + [0.94, 0.95, 0.96, 0.97, 1.03, 1.04, 1.05, 1.06].map { Hypothesis(timeScale: 1, pitch: $0) }
     static let unchangedSpeed = 0
     /// Fewest aligned query anchors that make a match in a catalog of up to a million index
-    /// entries (about 12 hours). Chance alignments (same tempo, same instruments) reuse a few
+    /// entries (about 10 hours). Chance alignments (same tempo, same instruments) reuse a few
     /// anchors many times; a real match aligns many different ones. Measured on audio not in the
-    /// catalog (485 queries of people talking, noise, other music, in rooms; benchmarks/RESULTS.md,
+    /// catalog (about 490 queries of people talking, noise, other music, in rooms; benchmarks/RESULTS.md,
     /// Scale): chance reached 8, never 9.
     public static let minimumInliers = 9
     /// Chance grows with the catalog (more places to align by accident): one more aligned anchor
@@ -66,8 +67,9 @@ public final class Matcher {
     /// Candidates verified per hypothesis, and hypotheses searched fully after the coarse stage.
     static let candidatesPerHypothesis = 4
     static let refinedHypotheses = 2
-    /// Anchor subsampling in the coarse stage.
-    static let coarseAnchorStride = 3
+    /// Anchor subsampling in the coarse stage: every fourth anchor ranks the hypotheses as well
+    /// as every third did, measured on the living-room conditions, in a quarter less time.
+    static let coarseAnchorStride = 4
     /// How far (bins) an inlier's anchor may sit from where the measured pitch ratio puts it:
     /// the fine position is stored to 1/16 bin and peaks jitter by about a tenth of a bin.
     static let binTolerance = 0.3
@@ -86,10 +88,14 @@ public final class Matcher {
         /// Query anchors (distinct frames) whose hits lie on the match line: the evidence.
         public var inliers: Int
         public var confidence: Double
+        /// Hits (anchor–target pairs) on the match line whose anchor frequency agrees: the
+        /// reference peaks the hash vote has already counted are at most `inliers + alignedHits`.
+        public var alignedHits = 0
     }
 
-    /// Fewest inliers a candidate needs. The benchmark's calibration lowers it to see how far
-    /// chance alignments reach; a match needs `requiredInliers`.
+    /// Fewest inliers a candidate needs without the peak check (from `verificationFloor` up to
+    /// here it needs the check; one more under a hypothesis the coarse stage chose). The
+    /// benchmark's calibration lowers it to see how far chance alignments reach.
     public var evidenceFloor: Int
 
     private var histogram: OffsetHistogram
@@ -105,6 +111,10 @@ public final class Matcher {
     private var ys: [Double] = []
     private var ratios: [Double] = []
     private var candidateHits: [Int] = []
+    /// Per candidate offset bin of the hypothesis being searched: the offset (frames) at its
+    /// centre and the indices of the hits near it (`gatherHits`).
+    private var nearCenters = [Int](repeating: 0, count: candidatesPerHypothesis)
+    private var nearHits = [[Int32]](repeating: [], count: candidatesPerHypothesis)
     private var inlierFrames: [Int32] = []
     private var lineFit = LineFit()
 
@@ -252,12 +262,18 @@ public final class Matcher {
         histogram.drain { _, _ in }
         let hop = FingerprintParameters.hopDuration
         let frames = Double(catalog.references[reference].startFrame) + offset / hop
-        guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())),
-              let c = verify(hypothesis: h, bin: bin, queryFrames: signature.duration / hop,
-                             minimumInliers: minimumInliers ?? requiredInliers),
+        guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())) else { return nil }
+        let queryFrames = signature.duration / hop
+        let needed = minimumInliers ?? requiredInliers
+        gatherHits(near: [bin], queryFrames: queryFrames)
+        guard let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: min(needed, Self.verificationFloor)),
               c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
         else { return nil }
-        return c
+        if c.inliers >= needed { return c }
+        // Fewer anchors: the reference's peaks may still confirm it, as a one-off match would.
+        signaturePeaks = signature.peaks
+        defer { signaturePeaks = [] }
+        return confirmed(c, queryFrames: queryFrames)
     }
 
     /// A hypothesis searched fully because the coarse stage ranked it among the best of twenty
@@ -268,30 +284,42 @@ public final class Matcher {
 
     /// Collects the hits of one hypothesis and verifies its busiest offset bins: candidates with
     /// `evidenceFloor + extraInliers` aligned anchors, or fewer that the reference's peaks
-    /// confirm. The coarse stage (`anchorStride` > 1, a third of the anchors) only ranks
+    /// confirm. The coarse stage (`anchorStride` > 1, a quarter of the anchors) only ranks
     /// hypotheses: there every candidate from `verificationFloor` up counts as it is, since a
-    /// right match shows a third of its anchors there.
+    /// right match shows a quarter of its anchors there.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double, extraInliers: Int = 0) -> [Candidate] {
         collectHits(hypothesis: h, anchorStride: anchorStride)
         let required = evidenceFloor + extraInliers
         let floor = min(required, Self.verificationFloor)
+        // The busiest bins. Most touched bins hold a hit or two: they are turned away by one
+        // comparison with the weakest kept, which is looked for again only after a replacement.
+        let kept = Self.candidatesPerHypothesis * 3
         var best: [(score: Int, bin: Int)] = []
+        var weakest = 0
+        // Busier first, then earlier bins: the same shortlist whatever order bins were touched in.
+        func ahead(_ a: (score: Int, bin: Int), _ b: (score: Int, bin: Int)) -> Bool {
+            a.score != b.score ? a.score > b.score : a.bin < b.bin
+        }
         histogram.drain { bin, score in
             guard score >= floor / 2 else { return }
-            if best.count < Self.candidatesPerHypothesis * 3 {
+            if best.count < kept {
                 best.append((score, bin))
-            } else if let weakest = best.indices.min(by: { best[$0].score < best[$1].score }), best[weakest].score < score {
+                if best.count == kept { weakest = best.indices.min { ahead(best[$1], best[$0]) }! }
+            } else if ahead((score, bin), best[weakest]) {
                 best[weakest] = (score, bin)
+                weakest = best.indices.min { ahead(best[$1], best[$0]) }!
             }
         }
-        // Ties by position, so the choice does not depend on which weaker bins came in too.
-        best.sort { $0.score != $1.score ? $0.score > $1.score : $0.bin < $1.bin }
+        best.sort(by: ahead)
         var chosen: [Int] = []
-        var candidates: [Candidate] = []
         for (_, bin) in best where chosen.count < Self.candidatesPerHypothesis {
             if chosen.contains(where: { abs($0 - bin) <= 2 }) { continue }
             chosen.append(bin)
-            guard let c = verify(hypothesis: h, bin: bin, queryFrames: queryFrames, minimumInliers: floor) else { continue }
+        }
+        gatherHits(near: chosen, queryFrames: queryFrames)
+        var candidates: [Candidate] = []
+        for k in chosen.indices {
+            guard let c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: floor) else { continue }
             if c.inliers >= required || anchorStride > 1 {
                 candidates.append(c)
             } else if let confirmed = confirmed(c, queryFrames: queryFrames) {
@@ -304,9 +332,10 @@ public final class Matcher {
     /// Fewest aligned anchors a candidate needs to be checked against the reference's peaks.
     public static let verificationFloor = 5
     /// How far beyond chance the reference peaks found must stand, in standard deviations
-    /// (`PeakVerification.Result.score`), beyond the two peaks of each aligned anchor. On audio
-    /// not in the catalog (1000 negatives of every living-room kind, benchmarks/RESULTS.md)
-    /// chance reached 5.4; right matches with too few anchors mostly score 10 to 40.
+    /// (`PeakVerification.Result.score`), leaving out the peaks the aligned landmarks already
+    /// account for (each anchor, and each aligned hit's target). On audio not in the catalog
+    /// (about 1200 negatives of every living-room kind, benchmarks/RESULTS.md) chance reached
+    /// 6.4; half the right candidates with too few anchors score above 8.
     public static let verificationScore = 7.0
 
     /// A candidate with fewer aligned anchors than a match needs, confirmed by the reference's own
@@ -316,7 +345,7 @@ public final class Matcher {
             PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
                                    offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio)
         }
-        guard check.score(explained: 2 * c.inliers) >= Self.verificationScore else { return nil }
+        guard check.score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
         var c = c
         c.confidence = Self.confidence(inliers: requiredInliers, required: requiredInliers)
         return c
@@ -364,23 +393,43 @@ public final class Matcher {
         return taken
     }
 
-    private func verify(hypothesis: Int, bin: Int, queryFrames: Double, minimumInliers: Int) -> Candidate? {
-        // Hits within a few bins (a tempo drift spreads them over several).
+    /// Sorts out, in one pass over the hits, those within a few offset bins of each of `bins`
+    /// (a tempo drift spreads a match over several): `nearHits[k]` for `bins[k]`.
+    private func gatherHits(near bins: [Int], queryFrames: Double) {
         let binWidth = 1 << OffsetHistogram.binShift
         let drift = Int(0.07 * queryFrames) + 2 * binWidth
-        let center = bin * binWidth + binWidth / 2 - histogram.margin
+        let margin = histogram.margin
+        for k in nearHits.indices { nearHits[k].removeAll(keepingCapacity: true) }
+        guard !bins.isEmpty else { return }
+        precondition(bins.count <= nearHits.count, "more candidate bins than hit lists")
+        for k in bins.indices { nearCenters[k] = bins[k] * binWidth + binWidth / 2 - margin }
+        let count = bins.count
+        let lowest = bins.min()! * binWidth + binWidth / 2 - margin - drift
+        let highest = bins.max()! * binWidth + binWidth / 2 - margin + drift
+        for i in 0..<hitQueryFrame.count {
+            let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
+            guard offset >= lowest, offset <= highest else { continue }
+            for k in 0..<count where abs(offset - nearCenters[k]) <= drift {
+                nearHits[k].append(Int32(i))
+            }
+        }
+    }
+
+    /// The candidate the hits of `nearHits[k]` make, if it has `minimumInliers`.
+    private func verify(hypothesis: Int, hits k: Int, queryFrames: Double, minimumInliers: Int) -> Candidate? {
         xs.removeAll(keepingCapacity: true)
         ys.removeAll(keepingCapacity: true)
         candidateHits.removeAll(keepingCapacity: true)
-        for i in 0..<hitQueryFrame.count {
-            let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
-            if abs(offset - center) <= drift {
-                xs.append(Double(hitQueryFrame[i]))
-                ys.append(Double(hitReferenceFrame[i]))
-                candidateHits.append(i)
-            }
+        for hit in nearHits[k] {
+            let i = Int(hit)
+            xs.append(Double(hitQueryFrame[i]))
+            ys.append(Double(hitReferenceFrame[i]))
+            candidateHits.append(i)
         }
         guard xs.count >= minimumInliers else { return nil }
+        let binWidth = 1 << OffsetHistogram.binShift
+        let drift = Int(0.07 * queryFrames) + 2 * binWidth
+        let center = nearCenters[k]
         let line = xs.withUnsafeBufferPointer { x in
             ys.withUnsafeBufferPointer { y in
                 lineFit.fit(xs: x, ys: y, interceptCenter: Double(center), interceptRadius: Double(drift),
@@ -424,7 +473,7 @@ public final class Matcher {
             referenceIndex: reference,
             offset: (line.intercept - Double(catalog.references[reference].startFrame)) * hop,
             timeScale: line.slope * timeScale, pitchRatio: pitch, inliers: inliers,
-            confidence: Self.confidence(inliers: inliers, required: requiredInliers))
+            confidence: Self.confidence(inliers: inliers, required: requiredInliers), alignedHits: aligned)
     }
 
     /// Maps aligned-anchor counts to 0…1: chance alignments give a handful of inliers, a real
