@@ -274,9 +274,7 @@ extension ManagedSession {
             if !(result.mediaItems.first.map(isFollowed) ?? false),
                let kept = result.mediaItems.first(where: isFollowed)
                    ?? matcher.support(signature, following: item, expectedOffset: expected) {
-                result = .match([kept] + result.mediaItems.filter {
-                    !($0.referenceIndex == item.referenceIndex && $0.catalogName == item.catalogName)
-                })
+                result = .match([kept] + result.mediaItems.filter { !$0.hasSameReference(as: item) })
             }
             for length in jumps.tails(forWindow: signature.duration, minimumQuery: machine.configuration.minimumWindow) {
                 guard let (tail, _) = try? fingerprinter.window.signature(lastSeconds: length) else { continue }  // silent

@@ -102,10 +102,9 @@ final class ListenOutput: Sendable {
             + "confidence \(String(format: "%.2f", top.confidence))"
         // A repeated section lists the same reference at its other places; other items are named.
         let others = items.dropFirst()
-        func sameReference(_ m: MatchedMediaItem) -> Bool { m.catalogName == top.catalogName && m.referenceIndex == top.referenceIndex }
-        let places = others.filter(sameReference).map { Format.seconds($0.predictedCurrentMatchOffset) }
+        let places = others.filter { $0.hasSameReference(as: top) }.map { Format.seconds($0.predictedCurrentMatchOffset) }
         var ids: [String] = []
-        for m in others where !sameReference(m) && !ids.contains(m.mediaItem.id) { ids.append(m.mediaItem.id) }
+        for m in others where !m.hasSameReference(as: top) && !ids.contains(m.mediaItem.id) { ids.append(m.mediaItem.id) }
         if !places.isEmpty { text += " (or at \(places.joined(separator: ", ")): a repeated section)" }
         if !ids.isEmpty { text += " (also \(ids.joined(separator: ", ")))" }
         return text

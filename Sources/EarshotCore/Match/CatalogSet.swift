@@ -62,7 +62,7 @@ public final class CatalogSetMatcher {
         let start = expectedOffset - signature.duration * speed
         guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, timeScale: speed,
                                             pitch: 1 + item.frequencySkew,
-                                            minimumInliers: minimumInliers ?? matchers[i].requiredInliers)
+                                            minimumInliers: minimumInliers)
         else { return nil }
         var kept = item
         kept.matchOffset = c.offset

@@ -33,6 +33,12 @@ public struct MatchedMediaItem: Sendable, Equatable {
         self.referenceIndex = referenceIndex
     }
 
+    /// Whether `other` comes from the same reference of the same catalog (it may be another
+    /// place in it, or another media item of it).
+    public func hasSameReference(as other: MatchedMediaItem) -> Bool {
+        referenceIndex == other.referenceIndex && catalogName == other.catalogName
+    }
+
     /// Where this item's audio is `elapsed` seconds (of stream or of clock) after the moment
     /// `predictedCurrentMatchOffset` refers to.
     public func predictedOffset(after elapsed: Double) -> Double {

@@ -394,19 +394,24 @@ public final class Matcher {
         return taken
     }
 
-    /// Sorts out, in one pass over the hits, those within a few offset bins of each of `bins`
-    /// (a tempo drift spreads a match over several): `nearHits[k]` for `bins[k]`.
+    /// How far (frames) a match's hits may lie from its offset bin's centre: a tempo drift of up
+    /// to 7 % over the query spreads them over several bins.
+    private static func drift(queryFrames: Double) -> Int {
+        Int(0.07 * queryFrames) + 2 * (1 << OffsetHistogram.binShift)
+    }
+
+    /// Sorts out, in one pass over the hits, those within `drift` of each of `bins`:
+    /// `nearHits[k]` for `bins[k]`, whose centre offset is `nearCenters[k]`.
     private func gatherHits(near bins: [Int], queryFrames: Double) {
         let binWidth = 1 << OffsetHistogram.binShift
-        let drift = Int(0.07 * queryFrames) + 2 * binWidth
-        let margin = histogram.margin
+        let drift = Self.drift(queryFrames: queryFrames)
         for k in nearHits.indices { nearHits[k].removeAll(keepingCapacity: true) }
         guard !bins.isEmpty else { return }
         precondition(bins.count <= nearHits.count, "more candidate bins than hit lists")
-        for k in bins.indices { nearCenters[k] = bins[k] * binWidth + binWidth / 2 - margin }
+        for k in bins.indices { nearCenters[k] = bins[k] * binWidth + binWidth / 2 - histogram.margin }
         let count = bins.count
-        let lowest = bins.min()! * binWidth + binWidth / 2 - margin - drift
-        let highest = bins.max()! * binWidth + binWidth / 2 - margin + drift
+        let lowest = nearCenters[0..<count].min()! - drift
+        let highest = nearCenters[0..<count].max()! + drift
         for i in 0..<hitQueryFrame.count {
             let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
             guard offset >= lowest, offset <= highest else { continue }
@@ -428,8 +433,7 @@ public final class Matcher {
             candidateHits.append(i)
         }
         guard xs.count >= minimumInliers else { return nil }
-        let binWidth = 1 << OffsetHistogram.binShift
-        let drift = Int(0.07 * queryFrames) + 2 * binWidth
+        let drift = Self.drift(queryFrames: queryFrames)
         let center = nearCenters[k]
         let line = xs.withUnsafeBufferPointer { x in
             ys.withUnsafeBufferPointer { y in

@@ -44,6 +44,10 @@ public enum PeakVerification {
                              reference: Int, offset: Double, timeScale: Double, pitch: Double) -> Result {
         let start = Float(offset / FingerprintParameters.hopDuration)
         let scale = Float(timeScale), binScale = Float(1 / pitch)
+        var result = Result(referencePeaks: 0, found: 0, expected: 0)
+        // A span that is not one (a degenerate candidate) finds nothing rather than trapping.
+        guard start.isFinite, scale.isFinite, scale > 0, binScale.isFinite, binScale > 0, queryFrames.isFinite, queryFrames >= 0
+        else { return result }
         // Chance: per band, the query's peaks per frame and bin, over the area one reference
         // peak's tolerance covers (the chance that at least one query peak falls in it).
         let firstBin = Float(FingerprintParameters.minimumBin), lastBin = Float(FingerprintParameters.maximumBin)
@@ -61,7 +65,6 @@ public enum PeakVerification {
         let chance = (1 - exp(-counts.0 * area / widths.0), 1 - exp(-counts.1 * area / widths.1),
                       1 - exp(-counts.2 * area / widths.2))
 
-        var result = Result(referencePeaks: 0, found: 0, expected: 0)
         var lo = 0
         catalog.forEachPeak(ofReference: reference, in: start...(start + queryFrames * scale)) { time, bin in
             result.referencePeaks += 1

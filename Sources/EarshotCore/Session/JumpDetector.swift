@@ -69,8 +69,7 @@ public struct JumpDetector: Sendable {
     /// Whether `candidate` is `item` at `expectedOffset` (within `tolerance` seconds).
     public static func agrees(_ candidate: MatchedMediaItem, with item: MatchedMediaItem, at expectedOffset: Double,
                               tolerance: Double) -> Bool {
-        candidate.referenceIndex == item.referenceIndex && candidate.catalogName == item.catalogName
-            && abs(candidate.predictedCurrentMatchOffset - expectedOffset) <= tolerance
+        candidate.hasSameReference(as: item) && abs(candidate.predictedCurrentMatchOffset - expectedOffset) <= tolerance
     }
 
     /// The stream began again (a new window): nothing to remember.

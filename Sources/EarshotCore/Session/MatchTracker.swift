@@ -55,10 +55,9 @@ public struct MatchTracker: Sendable {
         case .match(var items):
             // Where playback should be now, if an item is followed.
             func continues(_ m: MatchedMediaItem) -> Bool {
-                guard let current, current.referenceIndex == m.referenceIndex, current.catalogName == m.catalogName
-                else { return false }
-                let expected = Self.predictedOffset(of: current, from: currentAt, to: streamTime)
-                return abs(expected - m.predictedCurrentMatchOffset) <= positionTolerance
+                guard let current else { return false }
+                return JumpDetector.agrees(m, with: current, at: Self.predictedOffset(of: current, from: currentAt, to: streamTime),
+                                           tolerance: positionTolerance)
             }
             // A repeated section (a chorus, a jingle) matches at every place it occurs, and the
             // result lists them; what was heard before tells which: when the best is the followed
@@ -66,8 +65,8 @@ public struct MatchTracker: Sendable {
             // reference on top is new audio, a channel change: its order stands.)
             let top = items[0]
             if !continues(top), items.contains(where: continues) {
-                let same = { (m: MatchedMediaItem) in m.referenceIndex == top.referenceIndex && m.catalogName == top.catalogName }
-                items = items.filter { same($0) && continues($0) } + items.filter { !(same($0) && continues($0)) }
+                func first(_ m: MatchedMediaItem) -> Bool { m.hasSameReference(as: top) && continues(m) }
+                items = items.filter(first) + items.filter { !first($0) }
             }
             let isRepeat = continues(items[0])
             current = items[0]
