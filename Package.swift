@@ -26,6 +26,7 @@ let package = Package(
         // C libraries from Debian packages. Only their one Swift wrapper imports each.
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
@@ -62,9 +63,9 @@ let package = Package(
         // place, and the clients' libraries in SQLite.
         .target(name: "EarshotStore", dependencies: ["EarshotCore", "EarshotCrypto", "EarshotSystem", "SQLite"]),
 
-        // Audio in: ALSA capture, file decoding (libsndfile), sample-rate conversion (soxr),
-        // signature generation.
-        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "EarshotSync", "EarshotSystem", "CALSA", "CSndfile", "CSoxr"]),
+        // Audio in: ALSA capture, file decoding (libsndfile; libopus for Ogg Opus), sample-rate
+        // conversion (soxr), signature generation.
+        .target(name: "EarshotAudio", dependencies: ["EarshotCore", "EarshotSync", "EarshotSystem", "CALSA", "COpus", "CSndfile", "CSoxr"]),
 
         // Live listening: streaming sessions and the managed session with its prerecording buffer.
         .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync"]),
@@ -122,7 +123,8 @@ let package = Package(
 
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport", "SQLite"]),
-        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
+        // CSndfile: the tests write Ogg Opus files with libsndfile and compare its decoding with ours.
+        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport", "CSndfile"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),

@@ -37,6 +37,7 @@ fi
 
 swift build -c release --product earshot-bench
 swift build -c release --product earshotd
+swift build -c release --product earshot   # `catalog create` is timed as authors run it
 bin="$(swift build -c release --product earshot-bench --show-bin-path)/earshot-bench"
 
 args=("$@")

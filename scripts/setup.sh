@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   pkg-config
   libfftw3-dev      # FFT (single precision)
-  libsndfile1-dev   # WAV/FLAC/Ogg/Opus/MP3 decoding
+  libsndfile1-dev   # WAV/FLAC/Ogg/MP3 decoding
+  libopus-dev       # Ogg Opus decoding (straight to 16 kHz mono for signatures)
   libsoxr-dev       # sample-rate conversion
   libasound2-dev    # ALSA capture (live listening); tests use its file/null PCM plugins, no sound card
   sox libsox-fmt-all  # test fixtures in other formats, tempo changes in the benchmark

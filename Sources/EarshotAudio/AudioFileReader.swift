@@ -12,7 +12,9 @@ import EarshotSystem
 ///
 /// Any format libsndfile reads is accepted (WAV, FLAC, Ogg Vorbis/Opus, MP3, AIFF, …). Integer
 /// samples come out scaled to [-1, 1); float files come out as stored. The rate and channel
-/// count are the file's own, and must lie within `AudioFormat`'s supported ranges.
+/// count are the file's own, and must lie within `AudioFormat`'s supported ranges; a caller may
+/// prefer a rate and channel count, which a codec that can decode straight to them (Ogg Opus,
+/// see `OggOpusDecoder`) then delivers.
 ///
 /// A reader is not thread-safe: use each one from one task at a time.
 /// The corresponding C functions are `sf_open`, `sf_readf_float` and `sf_close`.
@@ -28,7 +30,13 @@ public final class AudioFileReader {
     /// as a truncated Ogg file).
     public let frameCount: Int?
 
-    private let handle: OpaquePointer
+    /// Who decodes: libsndfile, or libopus for Ogg Opus.
+    private enum Backend {
+        case sndfile(OpaquePointer)
+        case opus(OggOpusDecoder)
+    }
+
+    private let backend: Backend
     /// True for MP3, whose decoder (libmpg123) prints to stderr; its calls run silenced.
     private let isMPEG: Bool
     /// libsndfile's own frame count, even when it is only an estimate; used to size buffers.
@@ -45,11 +53,25 @@ public final class AudioFileReader {
     /// wrong: the file does not exist, is a directory, is empty or holds no audio, is not in a
     /// recognised format, is truncated or corrupt, or has an unsupported rate or channel count.
     /// The corresponding C function is `sf_open`.
-    public init(path: String) throws(EarshotError) {
+    /// `preferred` asks for a rate and channel count (only those count) where the codec can
+    /// decode straight to them: Ogg Opus of one or two channels decodes at 8, 12, 16, 24 or
+    /// 48 kHz, to mono or stereo. Other files come at their own rate and channel count, as
+    /// `format` then says.
+    public init(path: String, preferring preferred: AudioFormat? = nil) throws(EarshotError) {
         // libsndfile would block opening a FIFO (waiting for a writer): anything that is not a
         // regular file is refused before it sees the path.
         if let refusal = RegularFile.problem(at: path), refusal.code == 0 {
             throw .invalidAudioFormat("\(path): \(refusal.message)")
+        }
+        if let opus = Self.oggOpus(path: path, preferring: preferred) {
+            if opus.frameCount == 0 { throw .invalidAudioFormat("\(path): the file holds no audio (0 frames)") }
+            self.path = path
+            backend = .opus(opus)
+            isMPEG = false
+            format = AudioFormat(sampleType: .float32, sampleRate: Double(opus.rate), channelCount: opus.channels)
+            estimatedFrameCount = opus.frameCount
+            frameCount = opus.frameCount
+            return
         }
         var info = SF_INFO()
         // The format is not known yet; a file that is not MP3 may still be tried as MP3.
@@ -75,7 +97,7 @@ public final class AudioFileReader {
         let isMPEG = info.format & Int32(SF_FORMAT_TYPEMASK) == Int32(SF_FORMAT_MPEG)
 
         self.path = path
-        self.handle = handle
+        self.backend = .sndfile(handle)
         self.isMPEG = isMPEG
         self.format = format
         self.estimatedFrameCount = reported
@@ -83,7 +105,17 @@ public final class AudioFileReader {
     }
 
     deinit {
-        sf_close(handle)
+        if case .sndfile(let handle) = backend { sf_close(handle) }
+    }
+
+    /// The Ogg Opus decoder for the file, or nil when it is not an Ogg Opus file that
+    /// `OggOpusDecoder` takes (libsndfile then opens it, and explains what is wrong with it).
+    private static func oggOpus(path: String, preferring preferred: AudioFormat?) -> OggOpusDecoder? {
+        guard let file = try? MappedFile(path: path) else { return nil }
+        let bytes = file.bytes
+        // The first page starts with "OggS" and its first packet with "OpusHead".
+        guard bytes.count >= 47, bytes.starts(with: Array("OggS".utf8)) else { return nil }
+        return OggOpusDecoder(file: file, rate: preferred.map { Int($0.sampleRate) }, channels: preferred?.channelCount)
     }
 
     /// Reads up to `maxFrames` frames (which must be positive); returns nil at the end of the file.
@@ -127,34 +159,45 @@ public final class AudioFileReader {
                 scratch.append(contentsOf: repeatElement(0, count: wanted - scratch.count))
             }
         }
-        let got = isMPEG ? StandardErrorSilencer.silenced { decodeIntoScratch(maxFrames) } : decodeIntoScratch(maxFrames)
+        let got: Int
+        var problem: String?
+        switch backend {
+        case .sndfile(let handle):
+            got = isMPEG ? StandardErrorSilencer.silenced { decodeIntoScratch(handle, maxFrames) } : decodeIntoScratch(handle, maxFrames)
+            // A short read is either the end of the file or a decoding error; only the latter
+            // leaves an error code behind.
+            if got < maxFrames, sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
+                problem = "libsndfile: \(Self.humanized(String(cString: sf_strerror(handle))))"
+            }
+        case .opus(let decoder):
+            do {
+                got = try scratch.withUnsafeMutableBufferPointer { p throws(OggOpusDecoder.Problem) in
+                    try decoder.read(into: p, maxFrames: maxFrames)
+                }
+            } catch {
+                got = 0
+                problem = error.description
+            }
+        }
         let frames = max(0, min(got, maxFrames))
         scratch.removeLast((maxFrames - frames) * channels)
-
-        // A short read is either the end of the file or a decoding error; only the latter
-        // leaves an error code behind.
-        if frames < maxFrames {
-            finished = true
-            if sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
-                let detail = Self.humanized(String(cString: sf_strerror(handle)))
-                let error = EarshotError.invalidAudioFormat(
-                    "\(path): decoding failed after \(framesDelivered) frames; "
-                        + "the file may be truncated or corrupt (libsndfile: \(detail))")
-                failure = error
-                // Frames decoded in the same call as the error are dropped with it: they may
-                // end in garbage.
-                scratch.removeAll(keepingCapacity: true)
-                throw error
-            }
+        if frames < maxFrames { finished = true }
+        if let problem {
+            let error = EarshotError.invalidAudioFormat(
+                "\(path): decoding failed after \(framesDelivered) frames; the file may be truncated or corrupt (\(problem))")
+            failure = error
+            // Frames decoded in the same call as the error are dropped with it: they may end in
+            // garbage.
+            scratch.removeAll(keepingCapacity: true)
+            throw error
         }
         framesDelivered += frames
         return frames
     }
 
     /// libsndfile decodes up to `maxFrames` into `scratch` (sized for them); returns the frames read.
-    private func decodeIntoScratch(_ maxFrames: Int) -> Int {
-        let handle = self.handle
-        return scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
+    private func decodeIntoScratch(_ handle: OpaquePointer, _ maxFrames: Int) -> Int {
+        scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
     }
 
     /// Explains why `sf_open` failed, in words for people.

@@ -52,7 +52,9 @@ extension SignatureGenerator {
     /// blocks so long recordings never sit in memory whole. `progress` receives the fraction done
     /// (0…1) after each block when the file's length is known.
     public static func signature(ofFile path: String, progress: ((Double) -> Void)? = nil) throws(EarshotError) -> Signature {
-        let reader = try AudioFileReader(path: path)
+        // A codec that decodes straight to the analysis rate and mono (Opus) saves the resampler.
+        let analysis = AudioFormat(sampleType: .float32, sampleRate: FingerprintParameters.sampleRate, channelCount: 1)
+        let reader = try AudioFileReader(path: path, preferring: analysis)
         let generator = SignatureGenerator()
         var done = 0
         do {

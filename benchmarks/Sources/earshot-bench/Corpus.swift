@@ -10,6 +10,8 @@ struct CorpusFile {
     /// Path relative to the corpus root, for reports.
     var name: String
     var samples: [Float]
+    /// The source file (absolute); nil for synthetic music.
+    var path: String? = nil
     /// Files whose audio is related (a remaster of the same piece) share a group; hold-out is by
     /// group so a held-out negative never has a sibling in the catalog.
     var group: String
@@ -112,7 +114,7 @@ struct Corpus {
             if stems.filter({ $0 == id }).count > 1 {
                 id = "\(((name as NSString).deletingLastPathComponent as NSString).lastPathComponent)-\(id)"
             }
-            files.append(CorpusFile(id: id, name: name, samples: samples, group: groupKey(stems[i])))
+            files.append(CorpusFile(id: id, name: name, samples: samples, path: paths[i], group: groupKey(stems[i])))
         }
         guard files.count >= 2 else { throw BenchError("the corpus needs at least two usable files, found \(files.count)") }
         return Corpus(files: files, description: "Debian packages warzone2100-music, boswars-data",

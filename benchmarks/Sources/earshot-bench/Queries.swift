@@ -20,6 +20,9 @@ struct Condition: Sendable {
         /// People talking over the programme (`SpeechPool`), their active level `ratio` dB
         /// relative to the programme's (0: as loud as the TV; +5: louder).
         case speech(ratio: Double)
+        /// Two people talking at once, over each other's pauses (babble): two cuts of the
+        /// `SpeechPool` summed, their joint active level `ratio` dB relative to the programme's.
+        case babble(ratio: Double)
         /// Another piece of music (a held-out file) mixed in at `ratio` dB.
         case otherMusic(ratio: Double)
         /// Pitch only, tempo kept (`sox pitch`), in cents.
@@ -60,7 +63,7 @@ struct Condition: Sendable {
         switch transform {
         case .mp3: "lame"
         case .tempo, .pitch: "sox"
-        case .speech: "espeak-ng"
+        case .speech, .babble: "espeak-ng"
         default: nil
         }
     }
@@ -85,6 +88,8 @@ struct Condition: Sendable {
                   transform: .speech(ratio: 5), target: nil),
         Condition(key: "speech+10", name: "10 s + people talking, 10 dB louder than the TV", length: 10,
                   transform: .speech(ratio: 10), target: nil),
+        Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
+                  transform: .babble(ratio: 0), target: nil),
         Condition(key: "music0", name: "10 s + other music at the same level (0 dB)", length: 10,
                   transform: .otherMusic(ratio: 0), target: 90),
         Condition(key: "pitch+1", name: "10 s pitch +1 semitone (sox, tempo kept)", length: 10, transform: .pitch(cents: 100), target: 97),
@@ -165,7 +170,7 @@ final class QueryMaker {
         switch condition.transform {
         case .mp3 where lame == nil: "skipped: lame missing"
         case .tempo where sox == nil, .pitch where sox == nil: "skipped: sox missing"
-        case .speech where speech == nil: "skipped: espeak-ng or festival (text2wave) missing"
+        case .speech where speech == nil, .babble where speech == nil: "skipped: espeak-ng or festival (text2wave) missing"
         case .otherMusic where interferers.count < 2: "skipped: fewer than two held-out files to play over the programme"
         default: nil
         }
@@ -208,6 +213,14 @@ final class QueryMaker {
             guard let speech, speech.count > length else { throw BenchError("no speech pool") }
             var rng = SeededRandom(seed: deriveSeed(seed, 0x7A1C))
             let talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+            return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
+                                    interferencePower: Degradations.activePower(talk, sampleRate: sr))
+        case .babble(let ratio):
+            guard let speech, speech.count > length else { throw BenchError("no speech pool") }
+            var rng = SeededRandom(seed: deriveSeed(seed, 0xBAB1))
+            var talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+            let other = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+            for n in talk.indices { talk[n] += other[n] }
             return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
                                     interferencePower: Degradations.activePower(talk, sampleRate: sr))
         case .otherMusic(let ratio):

@@ -213,7 +213,7 @@ enum RecognitionBenchmark {
         let matcher = Matcher(catalog: try MappedCatalog(contentsOf: p.catalogPath))
         let maker = QueryMaker(workDirectory: workDirectory)
         maker.interferers = p.heldOutFiles.map { p.recordings[$0] }
-        if options.conditions.map({ $0.contains { $0.hasPrefix("speech") } }) ?? true {
+        if options.conditions.map({ $0.contains { $0.hasPrefix("speech") || $0.hasPrefix("babble") } }) ?? true {
             maker.speech = try SpeechPool.make(cacheDirectory: "\(options.root)/benchmarks/cache", seed: options.seed)
         }
         let positives = Preparation.positivePlans(p, count: options.queriesPerCondition, seed: options.seed)

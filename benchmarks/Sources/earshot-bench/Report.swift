@@ -17,6 +17,7 @@ struct RunEnvironment {
     var corpus: Corpus?
     var prepared: Prepared?
     var recognitionPeakRSS: Double?
+    var catalogCreate: CatalogCreateStats?
     var totalSeconds = 0.0
 
     init(options: Options, started: Date) {
@@ -314,6 +315,7 @@ enum Report {
         s += "| what | measured | target | |\n|---|---|---|---|\n"
         s += String(format: "| fingerprinting speed (SignatureGenerator on decoded 16 kHz mono, one thread) | %.0f× real time (%.0f× per CPU second; %.0f s of audio in %.2f s) | ≥ 1000× | %@ |\n",
                     f.realTimeFactor, f.cpuRealTimeFactor, f.audioSeconds, f.wallSeconds, Fmt.passFail(f.realTimeFactor >= 1000))
+        if let created = env.catalogCreate { s += CatalogCreateBench.row(created, cores: env.cores) }
         s += String(format: "| peaks per second of audio / index entries per second | %.1f / %.1f | | |\n",
                     f.peaksPerSecond, Double(p.entryCount) / f.audioSeconds)
         s += String(format: "| catalog size | %@ for %.2f h = %.3f MB per hour | ≤ 1 MB per hour | %@ |\n",
@@ -326,7 +328,7 @@ enum Report {
         s += "| … thread CPU time of the same matches (p50 / p99) | \(Fmt.f(Stats.percentile(cpu, 50), 2)) / \(Fmt.f(Stats.percentile(cpu, 99), 2)) ms | | |\n"
         s += "| peak RSS of the benchmark process (VmHWM; holds the whole decoded corpus, \(Fmt.bytes(Int(p.corpus.totalDuration * 16000 * 4)))) | \(Fmt.f(env.recognitionPeakRSS)) MB | (not a product number) | |\n"
         if p.corpus.filesFromCache < p.corpus.files.count {
-            s += String(format: "| corpus decoding (libsndfile + soxr to 16 kHz mono, %d threads; %d of %d files from the decode cache) | %.1f s | | |\n",
+            s += String(format: "| corpus decoding (libopus for Opus, libsndfile for the rest, then soxr to 16 kHz mono, %d threads; %d of %d files from the decode cache) | %.1f s | | |\n",
                         env.cores, p.corpus.filesFromCache, p.corpus.files.count, p.corpus.decodeSeconds)
         }
         return s

@@ -52,6 +52,7 @@ func runBenchmarks(_ options: Options) throws {
 
     var recognition: [ConditionReport]?
     if options.command == .recognition || options.command == .all {
+        if !options.quick { env.catalogCreate = try CatalogCreateBench.run(corpus: prepared.corpus, workDirectory: work) }
         recognition = try RecognitionBenchmark.run(options: options, prepared: prepared, workDirectory: work)
         // Peak RSS of this process so far (decoded corpus + catalog + queries).
         env.recognitionPeakRSS = ProcStatus.megabytes("VmHWM")
