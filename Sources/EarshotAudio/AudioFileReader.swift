@@ -22,7 +22,7 @@ public final class AudioFileReader {
     /// The path the reader was opened with; every error message starts with it.
     public let path: String
     /// The layout of the buffers `read(maxFrames:)` returns: float32 at the file's native rate
-    /// and channel count.
+    /// and channel count, or at the preferred ones where the codec decodes straight to them.
     public let format: AudioFormat
     /// The number of frames in the file, when the file says so exactly. It is nil for MP3,
     /// where libsndfile's count is exact only if the file has a LAME/Xing header and otherwise
@@ -115,7 +115,8 @@ public final class AudioFileReader {
         let bytes = file.bytes
         // The first page starts with "OggS" and its first packet with "OpusHead".
         guard bytes.count >= 47, bytes.starts(with: Array("OggS".utf8)) else { return nil }
-        return OggOpusDecoder(file: file, rate: preferred.map { Int($0.sampleRate) }, channels: preferred?.channelCount)
+        let rate = preferred.flatMap { $0.sampleRate.isFinite && $0.sampleRate >= 1 && $0.sampleRate <= 1e6 ? Int($0.sampleRate) : nil }
+        return OggOpusDecoder(file: file, rate: rate, channels: preferred?.channelCount)
     }
 
     /// Reads up to `maxFrames` frames (which must be positive); returns nil at the end of the file.
@@ -177,6 +178,13 @@ public final class AudioFileReader {
             } catch {
                 got = 0
                 problem = error.description
+            }
+            // libsndfile refuses such a file when it opens it; here it shows at the first read.
+            if problem == nil, got == 0, framesDelivered == 0 {
+                let error = EarshotError.invalidAudioFormat("\(path): the file holds no audio (0 frames could be decoded)")
+                failure = error
+                scratch.removeAll(keepingCapacity: true)
+                throw error
             }
         }
         let frames = max(0, min(got, maxFrames))

@@ -17,8 +17,13 @@ import EarshotSystem
 /// Opus also decodes at 16 kHz and to mono by itself, so signatures skip the resampler. Files
 /// with more channels (a surround mapping) are left to libsndfile.
 ///
-/// The corresponding C functions are `opus_decoder_create`, `opus_decode_float` and
-/// `opus_decoder_destroy`.
+/// The file is mapped (`MappedFile`) and read front to back, a few megabytes resident at a
+/// time. Like any mapping, it must not shrink while it is read: a file truncated in place under
+/// the reader ends the process (SIGBUS) where libsndfile's `read` would have returned an error.
+/// Files replaced by rename, as editors and `cp` to a new name do, are safe.
+///
+/// The corresponding C functions are `opus_decoder_create`, `opus_decode_float`,
+/// `opus_packet_get_nb_samples` and `opus_decoder_destroy`.
 final class OggOpusDecoder {
     /// The rates libopus decodes at.
     static let rates = [8000, 12000, 16000, 24000, 48000]
@@ -55,26 +60,64 @@ final class OggOpusDecoder {
         let rate = preferredRate.flatMap { Self.rates.contains($0) ? $0 : nil } ?? 48000
         let channels = preferredChannels.flatMap { (1...2).contains($0) ? $0 : nil } ?? head.channels
         var error: Int32 = 0
-        guard let decoder = opus_decoder_create(Int32(rate), Int32(channels), &error), error == OPUS_OK else { return nil }
+        let created = opus_decoder_create(Int32(rate), Int32(channels), &error)
+        guard let decoder = created, error == OPUS_OK else {
+            if let created { opus_decoder_destroy(created) }
+            return nil
+        }
         self.file = file
-        self.packets = packets
         self.decoder = decoder
         self.rate = rate
         self.channels = channels
         gain = head.gain
         skip = head.preSkip * rate / 48000
-        // The last page's granule position is where the audio ends. When bytes follow that page
-        // (a cut-off page, say), decoding runs on into them, so that a damaged end is reported.
-        if let last = packets.lastGranulePosition(), last.endsBytes {
-            let frames = max(0, Int(last.position) - head.preSkip) * rate / 48000
-            remaining = frames
-            frameCount = last.endsStream ? frames : nil
-        } else {
-            remaining = nil
-            frameCount = nil
-        }
+        // The audio ends where the stream's last page says (its granule position), counted from
+        // where the stream starts (not always 0: a recording cut from a live stream). When the
+        // last page found does not end the stream and bytes follow it (a cut-off page, say),
+        // decoding runs on into them, so that a damaged end is reported.
+        let samples48k = Self.length(packets, preSkip: head.preSkip)
+        let frames = samples48k.map { $0.known * rate / 48000 }
+        remaining = frames
+        frameCount = samples48k?.exact == true ? frames : nil
+        self.packets = packets
         pending = [Float](repeating: 0, count: Self.maximumPacketFrames48k * rate / 48000 * channels)
-        file.willRead(0..<file.bytes.count)
+        file.willRead(0..<min(file.bytes.count, Self.readAhead))
+    }
+
+    /// Granule positions beyond this (about 265 days at 48 kHz) are not believed.
+    private static let largestGranulePosition: Int64 = 1 << 40
+
+    /// The stream's length at 48 kHz after the pre-skip, when its pages tell it; `exact` when its
+    /// last page says it ends the stream (else the length is an end to trim at, not a count).
+    private static func length(_ reader: OggPacketReader, preSkip: Int) -> (known: Int, exact: Bool)? {
+        guard let last = reader.lastGranulePosition(), last.endsStream || last.endsBytes,
+              (0...largestGranulePosition).contains(last.position), let start = startGranulePosition(reader)
+        else { return nil }
+        let samples = max(0, Int(last.position) - start - preSkip)
+        return (samples, last.endsStream)
+    }
+
+    /// Where the stream starts (RFC 7845 §4.3): the granule position of the first page that
+    /// completes an audio packet, less the samples of the packets up to there. Nil when that
+    /// cannot be told.
+    private static func startGranulePosition(_ reader: OggPacketReader) -> Int? {
+        var reader = reader
+        var samples = 0
+        for _ in 0..<1024 {
+            guard (try? reader.next()) == true else { return nil }
+            if !reader.packet.isEmpty, reader.packet.count <= largestPacketBytes {
+                let count = reader.packet.withUnsafeBufferPointer { opus_packet_get_nb_samples($0.baseAddress!, Int32($0.count), 48000) }
+                if count > 0 { samples += Int(count) }
+            }
+            if reader.packetEndsPage {
+                let granule = reader.pageGranulePosition
+                guard (0...largestGranulePosition).contains(granule) else { return nil }
+                // A first page holding more than its granule position allows would mean audio to
+                // trim at the start; such a file is treated as starting at 0.
+                return max(0, Int(granule) - samples)
+            }
+        }
+        return nil
     }
 
     deinit {
@@ -115,16 +158,36 @@ final class OggOpusDecoder {
 
     private var packetIndex = 0
 
+    /// RFC 7845 §3: an audio packet is at most this long (120 ms at 510 kbit/s, for each of up
+    /// to 255 streams; one stream here, so generous).
+    static let largestPacketBytes = 61_440
+    /// How far ahead of the packet being decoded the file is read in, and how far behind it pages
+    /// are given back.
+    private static let readAhead = 4 << 20
+    private var releasedUpTo = 0
+
     /// Decodes the next audio packet into `pending`, trimmed by the pre-skip and the stream's
-    /// end; false at the end of the stream.
+    /// end; false at the end of the stream. Empty packets (which RFC 6716 forbids, and which
+    /// libopus would turn into 120 ms of made-up audio each) are passed over.
     private func decodeNextPacket() throws(Problem) -> Bool {
         if let remaining, remaining <= 0 { return false }
-        do {
-            guard try packets.next() else { return false }
-        } catch {
-            throw .ogg(error)
+        repeat {
+            do {
+                guard try packets.next() else { return false }
+            } catch {
+                throw .ogg(error)
+            }
+            packetIndex += 1
+        } while packets.packet.isEmpty
+        guard packets.packet.count <= Self.largestPacketBytes else {
+            throw .packet(index: packetIndex, reason: "\(packets.packet.count) bytes, more than an Opus packet may hold")
         }
-        packetIndex += 1
+        // Stream the mapping: read ahead, give back what is behind.
+        if packets.position - releasedUpTo >= Self.readAhead / 4 {
+            file.doneReading(releasedUpTo..<packets.position)
+            releasedUpTo = packets.position
+            file.willRead(packets.position..<min(file.bytes.count, packets.position + Self.readAhead))
+        }
         let capacity = pending.count / channels
         let decoded = packets.packet.withUnsafeBufferPointer { packet in
             pending.withUnsafeMutableBufferPointer { out in

@@ -26,6 +26,7 @@ struct OggPacketReader {
         var flags: UInt8
         var granulePosition: Int64
         var serial: UInt32
+        var sequence: UInt32
         /// The lacing values (one per segment).
         var segmentTable: Range<Int>
         var body: Range<Int>
@@ -41,6 +42,12 @@ struct OggPacketReader {
     let serial: UInt32
     /// The packet last returned by `next()`, valid until the next call.
     private(set) var packet: [UInt8] = []
+    /// Whether that packet is the last one completed on its page, and that page's granule
+    /// position (the stream's time at the end of the packet).
+    private(set) var packetEndsPage = false
+    var pageGranulePosition: Int64 { page.granulePosition }
+    /// Where the page being read starts in the bytes.
+    var position: Int { page.offset }
 
     private var page: Page
     private var nextSegment = 0
@@ -48,17 +55,19 @@ struct OggPacketReader {
     /// True once the stream's last page has been read (or the bytes end cleanly after a page).
     private var finished = false
 
-    /// Starts at the file's first page, which must be complete and valid.
+    /// Starts at the file's first page, which must be complete and valid and begin its stream.
     init(bytes: UnsafeRawBufferPointer) throws(Problem) {
         self.bytes = bytes
         page = try Self.page(in: bytes, at: 0)
+        guard page.isFirst else { throw .corrupt(offset: 0, reason: "does not begin a stream") }
         serial = page.serial
         nextSegmentOffset = page.body.lowerBound
     }
 
     /// The next complete packet of the stream into `packet`; false at the end of the stream.
-    /// A packet that a page break cuts from its continuation is dropped (RFC 3533 lets a reader
-    /// resume at the next packet).
+    /// A packet whose pages are not all there (a page missing by its sequence number, or a page
+    /// that does not say it continues one) is dropped, and so is the tail of one whose start is
+    /// missing: RFC 3533 lets a reader resume at the next whole packet.
     mutating func next() throws(Problem) -> Bool {
         packet.removeAll(keepingCapacity: true)
         while !finished {
@@ -68,7 +77,10 @@ struct OggPacketReader {
                 packet.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + lacing)]))
                 nextSegment += 1
                 nextSegmentOffset += lacing
-                if lacing < 255 { return true }
+                if lacing < 255 {
+                    packetEndsPage = (nextSegment..<page.segmentTable.count).allSatisfy { bytes[page.segmentTable.lowerBound + $0] == 255 }
+                    return true
+                }
             }
             if page.isLast { finished = true; break }
             try advance()
@@ -84,21 +96,41 @@ struct OggPacketReader {
             let candidate = try Self.page(in: bytes, at: offset)
             offset = candidate.end
             guard candidate.serial == serial else { continue }
-            // A packet left open by the previous page goes on only on a page that says so.
-            if !candidate.continuesPacket { packet.removeAll(keepingCapacity: true) }
+            let inSequence = candidate.sequence == page.sequence &+ 1
             page = candidate
             nextSegment = 0
             nextSegmentOffset = candidate.body.lowerBound
+            // An open packet goes on only on the very next page, and only if it says so.
+            if !(inSequence && candidate.continuesPacket) { packet.removeAll(keepingCapacity: true) }
+            // A page that continues a packet not open here starts with that packet's tail: skip it.
+            if candidate.continuesPacket && packet.isEmpty { skipContinuation() }
             return
         }
     }
 
+    /// Skips the segments of the current page up to and including the end of the packet the
+    /// previous page began.
+    private mutating func skipContinuation() {
+        while nextSegment < page.segmentTable.count {
+            let lacing = Int(bytes[page.segmentTable.lowerBound + nextSegment])
+            nextSegment += 1
+            nextSegmentOffset += lacing
+            if lacing < 255 { return }
+        }
+    }
+
+    /// How far back from the end `lastGranulePosition` looks: its stream's last page is near the
+    /// end of any sane file (opusfile looks as far), and a crafted file of "OggS" bytes must not
+    /// cost a checksum per byte of a whole file.
+    static let lastPageSearchBytes = 256 * 1024
+
     /// The granule position of the stream's last complete page, searching back from the end of
-    /// the bytes; whether that page says it ends the stream; whether it ends the bytes (nothing
-    /// cut off or appended after it).
+    /// the bytes (at most `lastPageSearchBytes`); whether that page says it ends the stream;
+    /// whether it ends the bytes (nothing cut off or appended after it).
     func lastGranulePosition() -> (position: Int64, endsStream: Bool, endsBytes: Bool)? {
         var offset = bytes.count - 27
-        while offset > 0 {
+        let stop = max(0, bytes.count - Self.lastPageSearchBytes)
+        while offset > stop {
             if bytes[offset] == 0x4F, bytes[offset + 1] == 0x67, bytes[offset + 2] == 0x67, bytes[offset + 3] == 0x53,
                let found = try? Self.page(in: bytes, at: offset), found.serial == serial, found.granulePosition >= 0
             {
@@ -129,7 +161,8 @@ struct OggPacketReader {
         }
         return Page(
             offset: offset, flags: bytes[offset + 5], granulePosition: Int64(bitPattern: littleEndian(bytes, offset + 6, as: UInt64.self)),
-            serial: littleEndian(bytes, offset + 14, as: UInt32.self), segmentTable: table, body: body)
+            serial: littleEndian(bytes, offset + 14, as: UInt32.self), sequence: littleEndian(bytes, offset + 18, as: UInt32.self),
+            segmentTable: table, body: body)
     }
 
     static func littleEndian<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, _ offset: Int, as: T.Type) -> T {

@@ -182,3 +182,140 @@ struct OggOpusDecoderTests {
         #expect(try OpusFiles.readAll(reader).count == 3 * 48_000)
     }
 }
+
+/// Ogg Opus files put together page by page from the packets of a real one, to make the
+/// streams real encoders rarely write.
+struct OpusStream {
+    var head: [UInt8]
+    var tags: [UInt8]
+    /// 20 ms each (libsndfile's encoder frame).
+    var audio: [[UInt8]]
+    /// The last page's granule position: the pre-skip and the 1 s of audio, less than all the
+    /// packets hold (the last is padded).
+    var endGranule: Int64
+
+    /// The packets of a 1 s tone that libsndfile wrote.
+    init(in dir: TemporaryDirectory) throws {
+        let path = dir.file("source.opus")
+        try OpusFiles.write(path, frequencies: [1000], seconds: 1)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let packets = try OggPages.packets(in: bytes)
+        endGranule = try #require(try bytes.withUnsafeBytes { try OggPacketReader(bytes: $0).lastGranulePosition() }).position
+        head = packets[0]
+        tags = packets[1]
+        audio = Array(packets[2...])
+    }
+
+    /// The file: head and tags pages, then `perPage` audio packets to a page, granule positions
+    /// counted from `start`; the last page ends the stream with `lastGranule` if given.
+    func file(serial: UInt32 = 7, perPage: Int = 10, start: Int64 = 0, lastGranule: Int64? = nil, audio: [[UInt8]]? = nil) -> [UInt8] {
+        let audio = audio ?? self.audio
+        var bytes = OggPages.page([head], serial: serial, flags: 0x02)
+        bytes += OggPages.page([tags], serial: serial, sequence: 1)
+        var granule = start
+        var sequence: UInt32 = 2
+        var i = 0
+        while i < audio.count {
+            let chunk = Array(audio[i..<min(audio.count, i + perPage)])
+            granule += Int64(chunk.filter { !$0.isEmpty }.count * 960)
+            i += chunk.count
+            let last = i >= audio.count
+            bytes += OggPages.page(chunk, serial: serial, sequence: sequence, granule: last ? (lastGranule ?? start + endGranule) : granule,
+                                   flags: last ? 0x04 : 0)
+            sequence += 1
+        }
+        return bytes
+    }
+}
+
+@Suite("OggOpusDecoder, unusual streams")
+struct OggOpusStreamTests {
+    /// Frames `AudioFileReader` reports and delivers for `bytes`.
+    static func decode(_ bytes: [UInt8], in dir: TemporaryDirectory, name: String = "x.opus") throws -> (count: Int?, delivered: Int) {
+        let path = try dir.write(bytes, to: name)
+        let reader = try AudioFileReader(path: path)
+        return (reader.frameCount, try OpusFiles.readAll(reader).count / reader.format.channelCount)
+    }
+
+    @Test("put back together page by page, a stream decodes as the original did")
+    func reassembled() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        // 50 packets of 20 ms plus the pre-skip's worth: the encoder's granule positions.
+        let original = try Self.decode(stream.file(), in: dir)
+        #expect(original.count == 48_000 && original.delivered == 48_000)
+    }
+
+    @Test("a stream that starts an hour in has the length of its audio")
+    func lateStart() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        let late = try Self.decode(stream.file(start: 3600 * 48_000), in: dir)
+        #expect(late.count == 48_000 && late.delivered == 48_000)
+    }
+
+    @Test("bytes after the last page (a tag, a second link) leave the length and the trimming alone")
+    func trailingBytes() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        let tagged = try Self.decode(stream.file() + Array("TAG".utf8) + [UInt8](repeating: 0x20, count: 125), in: dir, name: "tag.opus")
+        #expect(tagged.count == 48_000 && tagged.delivered == 48_000)
+        let chained = try Self.decode(stream.file() + stream.file(serial: 8), in: dir, name: "chained.opus")
+        #expect(chained.count == 48_000 && chained.delivered == 48_000, "the first link only")
+    }
+
+    @Test("a granule position no file could have is not believed, and does not crash")
+    func absurdGranule() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        let absurd = try Self.decode(stream.file(lastGranule: .max), in: dir)
+        #expect(absurd.count == nil)
+        #expect(absurd.delivered >= 48_000, "every packet decoded, untrimmed")
+    }
+
+    @Test("empty packets are passed over, not turned into made-up audio")
+    func emptyPackets() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        var audio = stream.audio
+        audio.insert(contentsOf: [[UInt8]](repeating: [], count: 200), at: 25)
+        let padded = try Self.decode(stream.file(perPage: 50, audio: audio), in: dir)
+        #expect(padded.count == 48_000 && padded.delivered == 48_000)
+        // Without an end to trim at (an unbelievable last granule), what is decoded shows it.
+        let plain = try Self.decode(stream.file(lastGranule: .max), in: dir, name: "plain.opus")
+        let untrimmed = try Self.decode(stream.file(perPage: 50, lastGranule: .max, audio: audio), in: dir, name: "untrimmed.opus")
+        #expect(untrimmed.delivered == plain.delivered)
+    }
+
+    @Test("a packet longer than Opus allows is an error, not a crash")
+    func oversizedPacket() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        let huge = [UInt8](repeating: 0x55, count: 255 * 260)
+        var bytes = OggPages.page([stream.head], flags: 0x02) + OggPages.page([stream.tags], sequence: 1)
+        bytes += OggPages.page([stream.audio[0]], sequence: 2, granule: 960)
+        bytes += OggPages.page([Array(huge[0..<(255 * 255)])], sequence: 3, open: true)
+        bytes += OggPages.page([Array(huge[(255 * 255)...])], sequence: 4, granule: 3 * 960, flags: 0x01 | 0x04)
+        let path = try dir.write(bytes, to: "huge.opus")
+        #expect(throws: EarshotError.self) { try OpusFiles.readAll(AudioFileReader(path: path)) }
+        do { _ = try OpusFiles.readAll(AudioFileReader(path: path)) } catch let error as EarshotError {
+            expectInvalidAudioFormat(error, path: path, saying: ["more than an Opus packet may hold"])
+        }
+    }
+
+    @Test("headers and no audio: the same error libsndfile gives such a file")
+    func headersOnly() throws {
+        let dir = try TemporaryDirectory()
+        let stream = try OpusStream(in: dir)
+        let bytes = OggPages.page([stream.head], flags: 0x02) + OggPages.page([stream.tags], sequence: 1, flags: 0x04)
+        let path = try dir.write(bytes, to: "empty.opus")
+        do {
+            let reader = try AudioFileReader(path: path)
+            _ = try reader.read(maxFrames: 1000)
+            Issue.record("a file without audio should be an error")
+        } catch {
+            expectInvalidAudioFormat(error, path: path, saying: ["holds no audio"])
+        }
+        #expect(throws: EarshotError.self) { try SignatureGenerator.signature(ofFile: path) }
+    }
+}

@@ -69,6 +69,24 @@ struct OggPacketReaderTests {
         #expect(try OggPages.packets(in: file) == [[1], [2]])
     }
 
+    @Test("drops the tail of a packet whose start is missing, and a packet cut by a missing page")
+    func missingPieces() throws {
+        // The second page says it continues a packet, but the first left none open.
+        var file = OggPages.page([[1]], flags: 0x02)
+        file += OggPages.page([[2, 2], [3]], sequence: 1, flags: 0x01 | 0x04)
+        #expect(try OggPages.packets(in: file) == [[1], [3]])
+        // A page is missing (sequence 1): the packet page 0 left open cannot go on on page 2.
+        var gap = OggPages.page([[1], [UInt8](repeating: 5, count: 255)], flags: 0x02, open: true)
+        gap += OggPages.page([[6, 6], [7]], sequence: 2, flags: 0x01 | 0x04)
+        #expect(try OggPages.packets(in: gap) == [[1], [7]])
+    }
+
+    @Test("a file whose first page does not begin a stream is refused")
+    func firstPageBeginsTheStream() {
+        let file = OggPages.page([[1]], flags: 0x04)
+        #expect(throws: OggPacketReader.Problem.corrupt(offset: 0, reason: "does not begin a stream")) { try OggPages.packets(in: file) }
+    }
+
     @Test("drops a packet whose continuation page does not say it continues")
     func brokenContinuation() throws {
         var file = OggPages.page([[1], [UInt8](repeating: 5, count: 255)], flags: 0x02, open: true)

@@ -18,6 +18,8 @@ struct CatalogCreateStats {
     var audioSeconds: Double
     var catalogBytes: Int
     var runs: [Run]
+    /// Why the CLI failed, if it did (the other benchmarks still run).
+    var failure: String?
 
     var slowestRealTimeFactor: Double { audioSeconds / (runs.map(\.wallSeconds).max() ?? .infinity) }
     func realTimeFactor(_ run: Run) -> Double { audioSeconds / run.wallSeconds }
@@ -41,7 +43,11 @@ enum CatalogCreateBench {
             let cpu0 = childrenCPUSeconds(), t0 = Clock.now()
             let r = try Shell.run(earshot, ["catalog", "create", "-o", output, "--quiet"] + files.map { $0.path! })
             let wall = Clock.now() - t0
-            guard r.status == 0 else { throw BenchError("earshot catalog create failed: \(r.error)") }
+            guard r.status == 0 else {
+                say("catalog create failed: \(r.error)")
+                return CatalogCreateStats(files: files.count, audioSeconds: 0, catalogBytes: 0, runs: [],
+                                          failure: r.error.split(separator: "\n").first.map(String.init) ?? "exit \(r.status)")
+            }
             measured.append(.init(wallSeconds: wall, cpuSeconds: childrenCPUSeconds() - cpu0))
         }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0
@@ -61,6 +67,9 @@ enum CatalogCreateBench {
 
     /// The report's row.
     static func row(_ s: CatalogCreateStats, cores: Int) -> String {
+        if let failure = s.failure {
+            return "| `earshot catalog create` (release CLI, the corpus's \(s.files) files) | failed: \(failure) | ≥ \(Int(target))× real time | **FAIL** |\n"
+        }
         let runs = s.runs.map { String(format: "%.2f s (%.0f×, %.0f%% of one core)", $0.wallSeconds, s.realTimeFactor($0), 100 * $0.cpuSeconds / $0.wallSeconds) }
             .joined(separator: "; ")
         return String(format: "| `earshot catalog create` (release CLI, a child process; the corpus's %d files as they ship, %.2f h, %@; %d cores), two runs | %@ | ≥ %.0f× real time | %@ |\n",
