@@ -1,4 +1,4 @@
-import EarshotCore
+@testable import EarshotCore
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -32,6 +32,19 @@ struct CatalogSetTests {
 
     /// A query longer than a member accepts is cut to its last seconds for that member; the
     /// offset still refers to the start of the whole query.
+    /// Across catalogs, references go by their best confidence; within one, the matcher's order
+    /// stands even when it leads with a place of less confidence (`Matcher.leading`).
+    @Test func aReferencesPlacesKeepTheMatchersOrder() {
+        func item(_ catalog: String, _ reference: Int, _ offset: Double, _ confidence: Double) -> MatchedMediaItem {
+            MatchedMediaItem(mediaItem: MediaItem(id: "\(catalog)\(reference)"), matchOffset: offset, predictedCurrentMatchOffset: offset,
+                             frequencySkew: 0, timeSkew: 0, confidence: confidence, referenceIndex: reference, catalogName: catalog)
+        }
+        let items = [item("a", 0, 130, 0.46), item("a", 0, 10, 0.78), item("a", 1, 50, 0.6), item("b", 0, 20, 0.9), item("b", 0, 80, 0.5)]
+        let ranked = CatalogSetMatcher.ranked(items)
+        #expect(ranked.map(\.catalogName) == ["b", "b", "a", "a", "a"])
+        #expect(ranked.map(\.matchOffset) == [20, 80, 130, 10, 50])
+    }
+
     @Test func aLongQueryIsCutForACatalogWithShorterLimits() throws {
         let matcher = CatalogSetMatcher(CatalogSet([
             .init(name: "short", version: 1, catalog: try Self.catalog(0, id: "a", maximumQuery: 5)),

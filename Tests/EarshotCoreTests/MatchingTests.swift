@@ -214,6 +214,21 @@ struct RankingTests {
         #expect(ranked.map(\.referenceIndex) == [0, 0, 1, 1])
         #expect(ranked.map(\.offset) == [10, 70, 50, 90])
     }
+
+    /// Within a reference, a place the search found that holds clearly more of the reference's own
+    /// peaks leads, even with too few anchors to be listed as alike; the alike places follow by
+    /// the same measure. A near tie (a real repeat) keeps the anchors' order; references keep theirs.
+    @Test func thePlaceHoldingClearlyMorePeaksLeads() {
+        let found = [candidate(0, 10, 16), candidate(0, 70, 14), candidate(0, 130, 11), candidate(1, 50, 12), candidate(1, 90, 11)]
+        let ranked = Matcher.ranked(found)
+        #expect(ranked.map(\.offset) == [10, 70, 50, 90], "130 has under three quarters of the anchors")
+        let peakScores: [Double: Double] = [10: 20, 70: 21, 130: 20 + Matcher.leadMargin + 0.5, 50: 15, 90: 15 + Matcher.leadMargin - 0.5]
+        let led = Matcher.leading(ranked, among: found) { peakScores[$0.offset]! }
+        #expect(led.map(\.offset) == [130, 70, 10, 50, 90])
+        #expect(led.map(\.referenceIndex) == [0, 0, 0, 1, 1])
+        // Nothing clearly better: the ranking stands.
+        #expect(Matcher.leading(ranked, among: found) { _ in 1 }.map(\.offset) == [10, 70, 50, 90])
+    }
 }
 
 struct ConfidenceCalibrationTests {

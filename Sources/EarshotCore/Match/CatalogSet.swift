@@ -128,10 +128,19 @@ public final class CatalogSetMatcher {
             }
         }
         if items.isEmpty { return firstError.map { .error($0) } ?? .noMatch }
-        // Stable: within a catalog the matcher's order stands.
-        let ranked = items.enumerated().sorted { a, b in
-            a.element.confidence != b.element.confidence ? a.element.confidence > b.element.confidence : a.offset < b.offset
+        return .match(Self.ranked(items))
+    }
+
+    /// The items of every catalog, references by their best confidence (ties: catalogs in set
+    /// order); within one reference the matcher's order stands: it may lead with a place of less
+    /// confidence that holds more of the reference's peaks (`Matcher.leading`).
+    static func ranked(_ items: [MatchedMediaItem]) -> [MatchedMediaItem] {
+        var best: [String: Double] = [:]
+        func group(_ item: MatchedMediaItem) -> String { "\(item.catalogName)\u{0}\(item.referenceIndex)" }
+        for item in items { best[group(item)] = max(best[group(item)] ?? 0, item.confidence) }
+        return items.enumerated().sorted { a, b in
+            let ka = best[group(a.element)]!, kb = best[group(b.element)]!
+            return ka != kb ? ka > kb : a.offset < b.offset
         }.map(\.element)
-        return .match(ranked)
     }
 }

@@ -88,8 +88,6 @@ struct Condition: Sendable {
                   transform: .speech(ratio: 5), target: nil),
         Condition(key: "speech+10", name: "10 s + people talking, 10 dB louder than the TV", length: 10,
                   transform: .speech(ratio: 10), target: nil),
-        Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
-                  transform: .babble(ratio: 0), target: nil),
         Condition(key: "music0", name: "10 s + other music at the same level (0 dB)", length: 10,
                   transform: .otherMusic(ratio: 0), target: 90),
         Condition(key: "pitch+1", name: "10 s pitch +1 semitone (sox, tempo kept)", length: 10, transform: .pitch(cents: 100), target: 97),
@@ -100,6 +98,10 @@ struct Condition: Sendable {
                   transform: .reverbNoise(rt60: 0.8, snr: 5), target: 95),
         Condition(key: "pink-5", name: "10 s + pink noise −5 dB SNR", length: 10, transform: .coloredNoise(.pink, snr: -5), target: 90),
         Condition(key: "brown-5", name: "10 s + brown noise −5 dB SNR", length: 10, transform: .coloredNoise(.brown, snr: -5), target: 90),
+        // Last, so that adding it left every other condition's queries as they were (seeds follow
+        // the position in this list).
+        Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
+                  transform: .babble(ratio: 0), target: nil),
     ]
 
     /// The living-room conditions (issue 16), also measured at scale.
