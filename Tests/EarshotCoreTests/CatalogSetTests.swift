@@ -30,10 +30,8 @@ struct CatalogSetTests {
         #expect(other.mediaItem.id == "a" && other.catalogName == "first" && other.catalogVersion == 3)
     }
 
-    /// A query longer than a member accepts is cut to its last seconds for that member; the
-    /// offset still refers to the start of the whole query.
     /// Across catalogs, references go by their best confidence; within one, the matcher's order
-    /// stands even when it leads with a place of less confidence (`Matcher.leading`).
+    /// stands even when a later place has more confidence.
     @Test func aReferencesPlacesKeepTheMatchersOrder() {
         func item(_ catalog: String, _ reference: Int, _ offset: Double, _ confidence: Double) -> MatchedMediaItem {
             MatchedMediaItem(mediaItem: MediaItem(id: "\(catalog)\(reference)"), matchOffset: offset, predictedCurrentMatchOffset: offset,
@@ -45,6 +43,34 @@ struct CatalogSetTests {
         #expect(ranked.map(\.matchOffset) == [20, 80, 130, 10, 50])
     }
 
+    /// One catalog searched as a set answers as its own matcher does (clean, noisy and
+    /// speed-changed queries in a song with a repeated section): the set searches stage by stage
+    /// and goes on from every candidate stage one found (`lastFound`), as one matcher does.
+    @Test func oneCatalogAsASetAnswersAsItsMatcher() throws {
+        let section = SyntheticMusic.make(seed: 741, duration: 10)
+        let audio = SyntheticMusic.make(seed: 742, duration: 6) + section + SyntheticMusic.make(seed: 743, duration: 6) + section
+            + SyntheticMusic.make(seed: 744, duration: 6)
+        var c = CustomCatalog()
+        try c.addReferenceSignature(try SyntheticSignature.of(audio), representing: [MediaItem(id: "song")])
+        let catalog = try MappedCatalog(bytes: try c.dataRepresentation())
+        let set = CatalogSetMatcher(CatalogSet([.init(name: "only", version: 1, catalog: catalog)]))
+        let matcher = Matcher(catalog: catalog)
+        var compared = 0
+        for (k, start) in [2.0, 7.0, 12.0, 23.0, 29.0].enumerated() {
+            let clean = SyntheticSignature.excerpt(audio, start: start, duration: 8)
+            for samples in [clean, Degradations.addWhiteNoise(clean, snr: -3, seed: UInt64(k)), Degradations.changeSpeed(clean, by: 1.04)] {
+                let query = try SyntheticSignature.of(samples)
+                let alone = matcher.match(query).mediaItems, together = set.match(query).mediaItems
+                #expect(alone.map(\.matchOffset) == together.map(\.matchOffset), "start \(start)")
+                #expect(alone.map(\.confidence) == together.map(\.confidence), "start \(start)")
+                compared += alone.isEmpty ? 0 : 1
+            }
+        }
+        #expect(compared >= 10, "most queries match")
+    }
+
+    /// A query longer than a member accepts is cut to its last seconds for that member; the
+    /// offset still refers to the start of the whole query.
     @Test func aLongQueryIsCutForACatalogWithShorterLimits() throws {
         let matcher = CatalogSetMatcher(CatalogSet([
             .init(name: "short", version: 1, catalog: try Self.catalog(0, id: "a", maximumQuery: 5)),

@@ -226,8 +226,25 @@ struct RankingTests {
         let led = Matcher.leading(ranked, among: found) { peakScores[$0.offset]! }
         #expect(led.map(\.offset) == [130, 70, 10, 50, 90])
         #expect(led.map(\.referenceIndex) == [0, 0, 0, 1, 1])
+        // The leader carries its reference's best confidence (what a session's jump check and
+        // cues gate on); the places after it keep their own.
+        #expect(led[0].confidence == found[0].confidence && led[0].inliers == 11)
+        #expect(led[1].confidence == found[1].confidence)
         // Nothing clearly better: the ranking stands.
         #expect(Matcher.leading(ranked, among: found) { _ in 1 }.map(\.offset) == [10, 70, 50, 90])
+    }
+
+    /// An alike place of the ranked group can lead too, listed once; exactly the margin is enough.
+    @Test func anAlikePlaceCanLeadAndExactlyTheMarginIsEnough() {
+        let found = [candidate(0, 10, 20), candidate(0, 40, 18), candidate(0, 80, 17)]
+        let ranked = Matcher.ranked(found)
+        #expect(ranked.map(\.offset) == [10, 40, 80])
+        let scores: [Double: Double] = [10: 10, 40: 10 + Matcher.leadMargin, 80: 11]
+        let led = Matcher.leading(ranked, among: found) { scores[$0.offset]! }
+        #expect(led.map(\.offset) == [40, 80, 10])
+        #expect(led[0].confidence == found[0].confidence)
+        let under: [Double: Double] = [10: 10, 40: 10 + Matcher.leadMargin - 0.01, 80: 11]
+        #expect(Matcher.leading(ranked, among: found) { under[$0.offset]! }.map(\.offset) == [10, 40, 80])
     }
 }
 

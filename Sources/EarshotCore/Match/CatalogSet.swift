@@ -98,14 +98,17 @@ public final class CatalogSetMatcher {
         // Too short for every catalog: the one matcher's own message says by how much.
         guard queries.contains(where: { $0 != nil }) else { return matchers[0].match(signature) }
 
-        var stageOne: [[Matcher.Candidate]] = queries.indices.map { i in
-            queries[i].map { matchers[i].referenceCandidates($0.query, depth: .unchangedSpeed) } ?? []
+        var stageOne: [[Matcher.Candidate]] = []
+        var foundInStageOne: [[Matcher.Candidate]] = []
+        for i in queries.indices {
+            stageOne.append(queries[i].map { matchers[i].referenceCandidates($0.query, depth: .unchangedSpeed) } ?? [])
+            foundInStageOne.append(queries[i] == nil ? [] : matchers[i].lastFound)
         }
         let decisive = stageOne.contains { $0.contains { $0.inliers >= Matcher.decisiveInliers } }
         if !decisive {
             for i in queries.indices {
                 guard let q = queries[i] else { continue }
-                stageOne[i] = matchers[i].referenceCandidates(q.query, depth: .beyond(stageOne[i]))
+                stageOne[i] = matchers[i].referenceCandidates(q.query, depth: .beyond(foundInStageOne[i]))
             }
         }
         var items: [MatchedMediaItem] = []

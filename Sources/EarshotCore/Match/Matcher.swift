@@ -63,7 +63,8 @@ public final class Matcher {
         case unchangedSpeed
         /// Every stage, unless stage 1 is decisive.
         case full
-        /// Stages 2 and 3, after a stage 1 whose candidates are given.
+        /// Stages 2 and 3, after a stage 1 whose candidates, as found (`lastFound` after an
+        /// `.unchangedSpeed` search), are given.
         case beyond([Candidate])
     }
     /// Candidates verified per hypothesis, and hypotheses searched fully after the coarse stage.
@@ -99,6 +100,10 @@ public final class Matcher {
     /// here it needs the check; one more under a hypothesis the coarse stage chose). The
     /// benchmark's calibration lowers it to see how far chance alignments reach.
     public var evidenceFloor: Int
+
+    /// Every candidate the last `referenceCandidates` found, before ranking: what a `.beyond`
+    /// search goes on from (ranking drops positions that `leading` may still prefer).
+    public private(set) var lastFound: [Candidate] = []
 
     private var histogram: OffsetHistogram
     private var queryPeaks: [Peak] = []
@@ -207,6 +212,7 @@ public final class Matcher {
                 found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames, extraInliers: Self.refinedExtraInliers)
             }
         }
+        lastFound = found
         return Self.leading(Self.ranked(found), among: found) { c in
             signaturePeaks.withUnsafeBufferPointer {
                 PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
@@ -231,7 +237,8 @@ public final class Matcher {
     /// in noise, a repeat that shares most of its notes with the right place can gather more of
     /// them by chance of what survived, while the right place holds more of its peaks where the
     /// query has them. Every position considered passed the search on its own, so this changes
-    /// where in a reference a match is, never whether there is one, and references keep their order.
+    /// where in a reference a match is, never whether there is one, and references keep their order:
+    /// the leader carries the best confidence of its reference's places.
     static func leading(_ ranked: [Candidate], among found: [Candidate], score: (Candidate) -> Double) -> [Candidate] {
         var ordered: [Candidate] = []
         var start = 0
@@ -254,7 +261,12 @@ public final class Matcher {
             let leader = scores[best] >= scores[0] + leadMargin ? best : 0
             var rest = group.indices.filter { abs(group[$0].offset - positions[leader].offset) >= distinctPositions }
             rest.sort { scores[$0] != scores[$1] ? scores[$0] > scores[$1] : $0 < $1 }
-            ordered.append(positions[leader])
+            // The reference is matched as surely as its best place says; the leader says where.
+            // So what gates on the first item's confidence (a session's jump check, cues) and
+            // the ordering of references by confidence see the reference as they did before.
+            var lead = positions[leader]
+            lead.confidence = group.map(\.confidence).max()!
+            ordered.append(lead)
             ordered += rest.map { group[$0] }
         }
         return ordered
