@@ -166,9 +166,7 @@ struct OggPacketReader {
     }
 
     static func littleEndian<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, _ offset: Int, as: T.Type) -> T {
-        var value: T = 0
-        for i in (0..<MemoryLayout<T>.size).reversed() { value = value << 8 | T(bytes[offset + i]) }
-        return value
+        T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }
 

@@ -213,11 +213,14 @@ public final class Matcher {
             }
         }
         lastFound = found
-        return Self.leading(Self.ranked(found), among: found) { c in
-            signaturePeaks.withUnsafeBufferPointer {
-                PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
-                                       offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio).score(explained: 0)
-            }
+        return Self.leading(Self.ranked(found), among: found) { peakCheck($0, queryFrames: queryFrames).score(explained: 0) }
+    }
+
+    /// The query's peaks against the reference's stored peaks where candidate `c` places them.
+    private func peakCheck(_ c: Candidate, queryFrames: Double) -> PeakVerification.Result {
+        signaturePeaks.withUnsafeBufferPointer {
+            PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
+                                   offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio)
         }
     }
 
@@ -406,11 +409,7 @@ public final class Matcher {
     /// A candidate with fewer aligned anchors than a match needs, confirmed by the reference's own
     /// peaks (`PeakVerification`): a match then, at the least confidence a match has.
     private func confirmed(_ c: Candidate, queryFrames: Double) -> Candidate? {
-        let check = signaturePeaks.withUnsafeBufferPointer {
-            PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
-                                   offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio)
-        }
-        guard check.score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
+        guard peakCheck(c, queryFrames: queryFrames).score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
         var c = c
         c.confidence = Self.confidence(inliers: requiredInliers, required: requiredInliers)
         return c
