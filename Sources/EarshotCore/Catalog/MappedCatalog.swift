@@ -290,16 +290,73 @@ public final class MappedCatalog: @unchecked Sendable {
         }
     }
 
-    /// Calls `body(time, bin)` for every stored peak of reference `index` whose time (frames from
-    /// the reference's start) lies in `frames`, in time order. Reads the peak section in place,
-    /// without allocating; peak times are stored as steps, so the walk starts at the reference's
-    /// first peak (a few microseconds for a song, tens for an hour-long programme).
-    public func forEachPeak(ofReference index: Int, in frames: ClosedRange<Float>, _ body: (Float, Float) -> Void) {
+    /// A place in a reference's peak records where a walk may start instead of at the first one.
+    /// Peak times are stored as steps from the previous peak, so finding a time means summing
+    /// every step before it; a cursor holds that sum for one record.
+    public struct PeakCursor: Sendable, Equatable {
+        /// Index of the record within the reference's records.
+        public let record: Int
+        /// Time units (`PeakCoding.timeUnitsPerFrame` per frame) of the record before it: every
+        /// record from here on is at least this late.
+        let units: Int
+        /// The reference's first record.
+        public static let start = PeakCursor(record: 0, units: 0)
+    }
+
+    /// Records between the cursors of `peakCursors`: a walk from the nearest cursor reads at most
+    /// this many records it does not use (a few seconds of peaks).
+    public static let peakCursorStride = 256
+
+    /// Cursors every `peakCursorStride` records of reference `index`, the first at `.start`, made
+    /// by one walk over its records. A long reference (an hour-long programme holds about 50 000)
+    /// is otherwise walked from its start for every peak check near its end.
+    public func peakCursors(ofReference index: Int) -> [PeakCursor] {
         let ref = references[index]
-        guard ref.peakRecordCount > 0, let base = peaksSection.baseAddress else { return }
+        var cursors = [PeakCursor.start]
+        guard let base = peaksSection.baseAddress else { return cursors }
+        cursors.reserveCapacity(ref.peakRecordCount / Self.peakCursorStride + 1)
         let records = base + ref.peaksOffset
         var units = 0
         for r in 0..<ref.peakRecordCount {
+            if r > 0, r % Self.peakCursorStride == 0 { cursors.append(PeakCursor(record: r, units: units)) }
+            units += Int(UInt16(littleEndian: (records + r * PeakCoding.recordSize).loadUnaligned(as: UInt16.self)))
+        }
+        return cursors
+    }
+
+    /// The last of `cursors` (from `peakCursors`) from which a walk still meets every peak at or
+    /// after `frame`.
+    public static func cursor(in cursors: [PeakCursor], before frame: Float) -> PeakCursor {
+        // Records before a cursor are at most `units` late: a cursor strictly before the frame
+        // leaves out only peaks strictly before it. The walk compares times as `Float`, which
+        // rounds to 32 units late in a 100-hour reference: a second's slack keeps a peak it
+        // would round into the span from being skipped, for a dozen more records read.
+        let limit = Double(frame) * Double(PeakCoding.timeUnitsPerFrame) - Self.cursorSlackUnits
+        var lo = 0, hi = cursors.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if Double(cursors[mid].units) < limit { lo = mid + 1 } else { hi = mid }
+        }
+        return lo > 0 ? cursors[lo - 1] : .start
+    }
+
+    /// How far (time units, 1 s) before a span `cursor(in:before:)` stays.
+    static let cursorSlackUnits = 1000.0
+
+    /// Calls `body(time, bin)` for every stored peak of reference `index` whose time (frames from
+    /// the reference's start) lies in `frames`, in time order. Reads the peak section in place,
+    /// without allocating; peak times are stored as steps, so the walk starts at `cursor` (the
+    /// reference's first peak by default; `cursor(in:before:)` finds a later one that still
+    /// meets every peak in `frames`).
+    public func forEachPeak(ofReference index: Int, in frames: ClosedRange<Float>, from cursor: PeakCursor = .start,
+                            _ body: (Float, Float) -> Void) {
+        let ref = references[index]
+        guard ref.peakRecordCount > 0, let base = peaksSection.baseAddress else { return }
+        // A cursor of another reference or catalog must not lead outside this one's records.
+        let first = cursor.record >= 0 && cursor.record < ref.peakRecordCount ? cursor : .start
+        let records = base + ref.peaksOffset
+        var units = first.units
+        for r in first.record..<ref.peakRecordCount {
             let record = records + r * PeakCoding.recordSize
             units += Int(UInt16(littleEndian: record.loadUnaligned(as: UInt16.self)))
             let bin = UInt16(littleEndian: record.loadUnaligned(fromByteOffset: 2, as: UInt16.self))

@@ -124,10 +124,13 @@ public final class Matcher {
     private var nearHits = [[Int32]](repeating: [], count: candidatesPerHypothesis)
     private var inlierFrames: [Int32] = []
     private var lineFit = LineFit()
+    /// Per reference, its peak cursors once made (`peakCursors(ofReference:)`).
+    private var knownPeakCursors: [[MappedCatalog.PeakCursor]?]
 
     public init(catalog: MappedCatalog) {
         self.catalog = catalog
         requiredInliers = Self.requiredInliers(entryCount: catalog.entryCount)
+        knownPeakCursors = Array(repeating: nil, count: catalog.referenceCount)
         evidenceFloor = requiredInliers
         let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
         histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
@@ -218,10 +221,25 @@ public final class Matcher {
 
     /// The query's peaks against the reference's stored peaks where candidate `c` places them.
     private func peakCheck(_ c: Candidate, queryFrames: Double) -> PeakVerification.Result {
-        signaturePeaks.withUnsafeBufferPointer {
+        let cursors = peakCursors(ofReference: c.referenceIndex)
+        return signaturePeaks.withUnsafeBufferPointer {
             PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
-                                   offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio)
+                                   offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio, cursors: cursors)
         }
+    }
+
+    /// References with more peak records than this get cursors (`MappedCatalog.peakCursors`): a
+    /// shorter one is walked from its start as fast as a cursor is found.
+    static let peakCursorThreshold = 4 * MappedCatalog.peakCursorStride
+
+    /// The peak cursors of reference `r`, made the first time a candidate there is checked (one
+    /// walk over its peaks) and kept for the matcher's life; none for a short reference.
+    private func peakCursors(ofReference r: Int) -> [MappedCatalog.PeakCursor] {
+        guard catalog.references[r].peakRecordCount > Self.peakCursorThreshold else { return [] }
+        if let known = knownPeakCursors[r] { return known }
+        let made = catalog.peakCursors(ofReference: r)
+        knownPeakCursors[r] = made
+        return made
     }
 
     /// How much more of the reference's own peaks (standard deviations of chance,

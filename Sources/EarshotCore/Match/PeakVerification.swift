@@ -39,9 +39,11 @@ public enum PeakVerification {
     /// Compares `query` (a signature's peaks, time-ordered, query frames from 0 to
     /// `queryFrames`) with reference `reference` of `catalog`, where the query starts at
     /// `offset` seconds of the reference and runs `timeScale` reference seconds per second with
-    /// its frequencies `pitch` × the reference's.
+    /// its frequencies `pitch` × the reference's. `cursors` (`MappedCatalog.peakCursors` of the
+    /// reference), when given, let the walk over the reference's peaks start near the span.
     public static func check(_ query: UnsafeBufferPointer<Peak>, queryFrames: Float, catalog: MappedCatalog,
-                             reference: Int, offset: Double, timeScale: Double, pitch: Double) -> Result {
+                             reference: Int, offset: Double, timeScale: Double, pitch: Double,
+                             cursors: [MappedCatalog.PeakCursor] = []) -> Result {
         let start = Float(offset / FingerprintParameters.hopDuration)
         let scale = Float(timeScale), binScale = Float(1 / pitch)
         var result = Result(referencePeaks: 0, found: 0, expected: 0)
@@ -66,7 +68,8 @@ public enum PeakVerification {
                       1 - exp(-counts.2 * area / widths.2))
 
         var lo = 0
-        catalog.forEachPeak(ofReference: reference, in: start...(start + queryFrames * scale)) { time, bin in
+        let cursor = MappedCatalog.cursor(in: cursors, before: start)
+        catalog.forEachPeak(ofReference: reference, in: start...(start + queryFrames * scale), from: cursor) { time, bin in
             result.referencePeaks += 1
             switch PeakSelection.band(ofBin: bin) {
             case 0: result.expected += Double(chance.0)
