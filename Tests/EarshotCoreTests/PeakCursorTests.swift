@@ -70,12 +70,19 @@ struct PeakCursorTests {
         }
     }
 
-    /// A cursor that is not this reference's (past its records) is ignored: the walk starts at
-    /// the first record instead of reading outside the reference.
+    /// A cursor that is not this reference's (another reference's, or past its records) is
+    /// ignored: the walk starts at the first record instead of reading wrong times or outside
+    /// the reference.
     @Test func aForeignCursorFallsBackToTheStart() throws {
         let (catalog, stored) = try Self.longReference()
-        let foreign = MappedCatalog.PeakCursor(record: catalog.references[0].peakRecordCount + 5, units: 0)
-        #expect(walk(catalog, 0...2000, from: foreign).count == stored.filter { $0.time <= 2000 }.count)
+        let expected = stored.filter { $0.time <= 2000 }.count
+        let own = catalog.peakCursors(ofReference: 0)[3]
+        let foreign = [
+            MappedCatalog.PeakCursor(reference: 0, record: catalog.references[0].peakRecordCount + 5, units: 0),
+            MappedCatalog.PeakCursor(reference: 1, record: own.record, units: own.units),
+        ]
+        for cursor in foreign { #expect(walk(catalog, 0...2000, from: cursor).count == expected) }
+        #expect(walk(catalog, 0...2000, from: own).count < expected, "this reference's own cursor is used")
     }
 
     /// The check a matcher makes with cursors equals the one without, at the reference's end.

@@ -294,17 +294,19 @@ public final class MappedCatalog: @unchecked Sendable {
     /// Peak times are stored as steps from the previous peak, so finding a time means summing
     /// every step before it; a cursor holds that sum for one record.
     public struct PeakCursor: Sendable, Equatable {
+        /// The reference whose records it points into (−1 for `.start`).
+        public let reference: Int
         /// Index of the record within the reference's records.
         public let record: Int
         /// Time units (`PeakCoding.timeUnitsPerFrame` per frame) of the record before it: every
         /// record from here on is at least this late.
         let units: Int
-        /// The reference's first record.
-        public static let start = PeakCursor(record: 0, units: 0)
+        /// The first record of any reference.
+        public static let start = PeakCursor(reference: -1, record: 0, units: 0)
     }
 
-    /// Records between the cursors of `peakCursors`: a walk from the nearest cursor reads at most
-    /// this many records it does not use (a few seconds of peaks).
+    /// Records between the cursors of `peakCursors` (about 18 s of a reference's peaks): a walk
+    /// from the nearest cursor reads at most this many records it does not use.
     public static let peakCursorStride = 256
 
     /// Cursors every `peakCursorStride` records of reference `index`, the first at `.start`, made
@@ -318,7 +320,7 @@ public final class MappedCatalog: @unchecked Sendable {
         let records = base + ref.peaksOffset
         var units = 0
         for r in 0..<ref.peakRecordCount {
-            if r > 0, r % Self.peakCursorStride == 0 { cursors.append(PeakCursor(record: r, units: units)) }
+            if r > 0, r % Self.peakCursorStride == 0 { cursors.append(PeakCursor(reference: index, record: r, units: units)) }
             units += Int(UInt16(littleEndian: (records + r * PeakCoding.recordSize).loadUnaligned(as: UInt16.self)))
         }
         return cursors
@@ -327,21 +329,16 @@ public final class MappedCatalog: @unchecked Sendable {
     /// The last of `cursors` (from `peakCursors`) from which a walk still meets every peak at or
     /// after `frame`.
     public static func cursor(in cursors: [PeakCursor], before frame: Float) -> PeakCursor {
-        // Records before a cursor are at most `units` late: a cursor strictly before the frame
-        // leaves out only peaks strictly before it. The walk compares times as `Float`, which
-        // rounds to 32 units late in a 100-hour reference: a second's slack keeps a peak it
-        // would round into the span from being skipped, for a dozen more records read.
-        let limit = Double(frame) * Double(PeakCoding.timeUnitsPerFrame) - Self.cursorSlackUnits
+        // Records before a cursor are at most `units` late. Compared as the walk compares times
+        // (as `Float`, whose rounding keeps their order), a cursor strictly before the frame
+        // leaves out only peaks the walk would leave out too.
         var lo = 0, hi = cursors.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if Double(cursors[mid].units) < limit { lo = mid + 1 } else { hi = mid }
+            if Float(cursors[mid].units) / PeakCoding.timeUnitsPerFrame < frame { lo = mid + 1 } else { hi = mid }
         }
         return lo > 0 ? cursors[lo - 1] : .start
     }
-
-    /// How far (time units, 1 s) before a span `cursor(in:before:)` stays.
-    static let cursorSlackUnits = 1000.0
 
     /// Calls `body(time, bin)` for every stored peak of reference `index` whose time (frames from
     /// the reference's start) lies in `frames`, in time order. Reads the peak section in place,
@@ -352,8 +349,8 @@ public final class MappedCatalog: @unchecked Sendable {
                             _ body: (Float, Float) -> Void) {
         let ref = references[index]
         guard ref.peakRecordCount > 0, let base = peaksSection.baseAddress else { return }
-        // A cursor of another reference or catalog must not lead outside this one's records.
-        let first = cursor.record >= 0 && cursor.record < ref.peakRecordCount ? cursor : .start
+        // Another reference's cursor would give wrong times, or lead outside this one's records.
+        let first = cursor.reference == index && cursor.record >= 0 && cursor.record < ref.peakRecordCount ? cursor : .start
         let records = base + ref.peaksOffset
         var units = first.units
         for r in first.record..<ref.peakRecordCount {

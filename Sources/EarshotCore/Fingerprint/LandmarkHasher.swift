@@ -57,15 +57,16 @@ public enum LandmarkHasher {
     public static let queryAnchorTolerance: Float = 0.25
 
     /// Like `forEachLandmark`, for queries: one call per probe, so a pair near a rounding boundary
-    /// yields the keys of both neighbours.
+    /// yields the keys of both neighbours. `frameTolerance` widens the time probes (a room's
+    /// search, `Matcher.roomFrameTolerance`).
     @inline(__always)
     public static func forEachQueryLandmark(
         _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
-        _ body: (Landmark, Int) -> Void
+        frameTolerance: Float = queryFrameTolerance, _ body: (Landmark, Int) -> Void
     ) {
         forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded())
-            let dts = probes(bt - at, queryFrameTolerance)
+            let dts = probes(bt - at, frameTolerance)
             // The frequency difference is taken between rounded bins, so it is probed per anchor bin.
             for f1 in probes(ab, queryAnchorTolerance) where f1 >= 0 && f1 < 256 {
                 for df in probes(bb - Float(f1), queryBinTolerance) where abs(df) >= minimumBinDelta && abs(df) <= maximumBinDelta {
