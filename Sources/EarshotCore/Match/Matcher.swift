@@ -206,7 +206,8 @@ public final class Matcher {
         if goOn {
             // Unchanged speed again, as a room leaves it: echoes make each peak late by its own few frames.
             found += search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames,
-                            extraInliers: Self.roomExtraInliers, frameTolerance: Self.roomFrameTolerance)
+                            extraInliers: Self.roomExtraInliers, frameTolerance: Self.roomFrameTolerance,
+                            peakScore: Self.roomScore)
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
             for h in Self.hypotheses.indices where h != Self.unchangedSpeed {
@@ -385,6 +386,9 @@ public final class Matcher {
     /// chance matches as before. Without the check, chance matches went 2 → 11 of 800 negatives;
     /// with the check counting every found peak (score 10), the Scale calibration found 2 chance
     /// matches among 97 pieces of other music in a room, at 10–13 anchors.
+    /// A session's check of the place it follows (`candidate(_:reference:offset:...)`) does not
+    /// widen its probes: a place only the room search finds is followed by the session's next
+    /// full search instead.
     static let roomExtraInliers = 1
     static let roomScore = 3.0
 
@@ -393,10 +397,12 @@ public final class Matcher {
     /// confirm. The coarse stage (`anchorStride` > 1, a quarter of the anchors) only ranks
     /// hypotheses: there every candidate from `verificationFloor` up counts as it is, since a
     /// right match shows a quarter of its anchors there.
+    /// `peakScore`, when given, is asked of every candidate's peak check (the room search), and
+    /// its `extraInliers` are taken off the confidence: they make up for anchors the wider probes
+    /// align by chance, so a room candidate at the minimum means what a match at the minimum does.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double, extraInliers: Int = 0,
-                        frameTolerance: Float = LandmarkHasher.queryFrameTolerance) -> [Candidate] {
+                        frameTolerance: Float = LandmarkHasher.queryFrameTolerance, peakScore: Double? = nil) -> [Candidate] {
         collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
-        let roomSearch = frameTolerance != LandmarkHasher.queryFrameTolerance
         let required = evidenceFloor + extraInliers
         let floor = min(required, Self.verificationFloor)
         // The busiest bins. Most touched bins hold a hit or two: they are turned away by one
@@ -427,9 +433,10 @@ public final class Matcher {
         gatherHits(near: chosen, queryFrames: queryFrames)
         var candidates: [Candidate] = []
         for k in chosen.indices {
-            guard let c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: floor) else { continue }
-            if roomSearch, peakCheck(c, queryFrames: queryFrames).score(explained: c.inliers + c.alignedHits) < Self.roomScore {
-                continue
+            guard var c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: floor) else { continue }
+            if let peakScore {
+                guard peakCheck(c, queryFrames: queryFrames).score(explained: c.inliers + c.alignedHits) >= peakScore else { continue }
+                c.confidence = Self.confidence(inliers: c.inliers - extraInliers, required: requiredInliers)
             }
             if c.inliers >= required || anchorStride > 1 {
                 candidates.append(c)
