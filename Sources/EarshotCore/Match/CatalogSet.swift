@@ -138,12 +138,10 @@ public final class CatalogSetMatcher {
     /// order); within one reference the matcher's order stands: it may lead with a place of less
     /// confidence that holds more of the reference's peaks (`Matcher.leading`).
     static func ranked(_ items: [MatchedMediaItem]) -> [MatchedMediaItem] {
+        let groups = items.map { "\($0.catalogName)\u{0}\($0.referenceIndex)" }
         var best: [String: Double] = [:]
-        func group(_ item: MatchedMediaItem) -> String { "\(item.catalogName)\u{0}\(item.referenceIndex)" }
-        for item in items { best[group(item)] = max(best[group(item)] ?? 0, item.confidence) }
-        return items.enumerated().sorted { a, b in
-            let ka = best[group(a.element)]!, kb = best[group(b.element)]!
-            return ka != kb ? ka > kb : a.offset < b.offset
-        }.map(\.element)
+        for (group, item) in zip(groups, items) { best[group] = max(best[group] ?? 0, item.confidence) }
+        let rank = groups.map { best[$0]! }
+        return items.indices.sorted { rank[$0] != rank[$1] ? rank[$0] > rank[$1] : $0 < $1 }.map { items[$0] }
     }
 }

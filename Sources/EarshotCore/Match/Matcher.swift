@@ -434,13 +434,16 @@ public final class Matcher {
         var candidates: [Candidate] = []
         for k in chosen.indices {
             guard var c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: floor) else { continue }
+            var check: PeakVerification.Result?
             if let peakScore {
-                guard peakCheck(c, queryFrames: queryFrames).score(explained: c.inliers + c.alignedHits) >= peakScore else { continue }
+                let result = peakCheck(c, queryFrames: queryFrames)
+                guard result.score(explained: c.inliers + c.alignedHits) >= peakScore else { continue }
+                check = result
                 c.confidence = Self.confidence(inliers: c.inliers - extraInliers, required: requiredInliers)
             }
             if c.inliers >= required || anchorStride > 1 {
                 candidates.append(c)
-            } else if let confirmed = confirmed(c, queryFrames: queryFrames) {
+            } else if let confirmed = confirmed(c, queryFrames: queryFrames, check: check) {
                 candidates.append(confirmed)
             }
         }
@@ -458,9 +461,11 @@ public final class Matcher {
     public static let verificationScore = 7.0
 
     /// A candidate with fewer aligned anchors than a match needs, confirmed by the reference's own
-    /// peaks (`PeakVerification`): a match then, at the least confidence a match has.
-    private func confirmed(_ c: Candidate, queryFrames: Double) -> Candidate? {
-        guard peakCheck(c, queryFrames: queryFrames).score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
+    /// peaks (`PeakVerification`): a match then, at the least confidence a match has. `check` is
+    /// the candidate's peak check when the caller has already made it.
+    private func confirmed(_ c: Candidate, queryFrames: Double, check: PeakVerification.Result? = nil) -> Candidate? {
+        let check = check ?? peakCheck(c, queryFrames: queryFrames)
+        guard check.score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
         var c = c
         c.confidence = Self.confidence(inliers: requiredInliers, required: requiredInliers)
         return c
