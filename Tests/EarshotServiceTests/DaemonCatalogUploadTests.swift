@@ -211,6 +211,7 @@ struct DaemonCatalogUploadTests {
         defer { client.close() }
         _ = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())  // warm: window full
         let mappingsBefore = Self.catalogMappings(daemon)
+        #expect(mappingsBefore.count == 1, "one catalog serves: \(mappingsBefore)")
         let descriptorsBefore = daemon.openDescriptors
 
         let failures = Locked<[String]>([])
@@ -256,7 +257,8 @@ struct DaemonCatalogUploadTests {
         let result = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
         #expect(result.items.first?.catalog == "show" && result.items.first?.catalogVersion == 7, "\(result)")
         // The removed and replaced versions were unmapped; no descriptor was left open.
-        #expect(Self.catalogMappings(daemon) == mappingsBefore, "mappings: \(Self.catalogMappings(daemon)) vs \(mappingsBefore)")
+        let mappingsAfter = await Self.catalogMappings(daemon, settlingOn: mappingsBefore.count)
+        #expect(mappingsAfter.count == mappingsBefore.count, "mappings: \(mappingsAfter) vs \(mappingsBefore)")
         #expect(daemon.openDescriptors <= descriptorsBefore + 2, "descriptors: \(daemon.openDescriptors) vs \(descriptorsBefore)")
         #expect(catalogFiles(daemon).keys.sorted() == ["show.earcat"])
 
@@ -265,13 +267,28 @@ struct DaemonCatalogUploadTests {
         _ = try await client.call(Methods.Catalogs.remove, name)
         let none = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
         #expect(none.outcome == .error && none.error.message.contains("no catalog is enabled"), "\(none)")
-        #expect(Self.catalogMappings(daemon) == 0)
+        let mappingsLeft = await Self.catalogMappings(daemon, settlingOn: 0)
+        #expect(mappingsLeft.isEmpty, "\(mappingsLeft)")
     }
 
-    /// Catalog files the daemon has mapped (from /proc/PID/maps).
-    static func catalogMappings(_ daemon: DaemonHarness) -> Int {
+    /// The lines of /proc/PID/maps that map a catalog file (installed, replaced or an upload).
+    static func catalogMappings(_ daemon: DaemonHarness) -> [String] {
         let maps = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/maps", encoding: .utf8)) ?? ""
-        return maps.split(separator: "\n").filter { $0.hasSuffix(".earcat") || $0.contains(".earcat (deleted)") || $0.hasSuffix(".part") }.count
+        return maps.split(separator: "\n").filter { $0.hasSuffix(".earcat") || $0.contains(".earcat (deleted)") || $0.hasSuffix(".part") }.map(String.init)
+    }
+
+    /// The catalog mappings once they number `expected`, or after 3 s what they are. A catalog
+    /// swapped out is unmapped when the last match on it lets go, and /proc/PID/maps is not read
+    /// atomically while the daemon's other threads map and unmap memory (a CI run once read no
+    /// catalog line while one was mapped), so one reading is not proof either way.
+    static func catalogMappings(_ daemon: DaemonHarness, settlingOn expected: Int) async -> [String] {
+        var lines = catalogMappings(daemon)
+        let deadline = ContinuousClock.now + .seconds(3)
+        while lines.count != expected, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+            lines = catalogMappings(daemon)
+        }
+        return lines
     }
 
     /// The catalog/ topic tells a dashboard every change, in order, each event with the
