@@ -211,7 +211,7 @@ struct DaemonCatalogUploadTests {
         defer { client.close() }
         _ = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())  // warm: window full
         let mappingsBefore = Self.catalogMappings(daemon)
-        #expect(mappingsBefore.count == 1, "one catalog serves: \(mappingsBefore)")
+        #expect(mappingsBefore.count == 1, "one catalog serves: \(mappingsBefore); \(Self.mappedFiles(daemon))")
         let descriptorsBefore = daemon.openDescriptors
 
         let failures = Locked<[String]>([])
@@ -258,7 +258,7 @@ struct DaemonCatalogUploadTests {
         #expect(result.items.first?.catalog == "show" && result.items.first?.catalogVersion == 7, "\(result)")
         // The removed and replaced versions were unmapped; no descriptor was left open.
         let mappingsAfter = await Self.catalogMappings(daemon, settlingOn: mappingsBefore.count)
-        #expect(mappingsAfter.count == mappingsBefore.count, "mappings: \(mappingsAfter) vs \(mappingsBefore)")
+        #expect(mappingsAfter.count == mappingsBefore.count, "mappings: \(mappingsAfter) vs \(mappingsBefore); \(Self.mappedFiles(daemon))")
         #expect(daemon.openDescriptors <= descriptorsBefore + 2, "descriptors: \(daemon.openDescriptors) vs \(descriptorsBefore)")
         #expect(catalogFiles(daemon).keys.sorted() == ["show.earcat"])
 
@@ -273,14 +273,21 @@ struct DaemonCatalogUploadTests {
 
     /// The lines of /proc/PID/maps that map a catalog file (installed, replaced or an upload).
     static func catalogMappings(_ daemon: DaemonHarness) -> [String] {
-        let maps = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/maps", encoding: .utf8)) ?? ""
+        let maps = ProcFile.text("/proc/\(daemon.process.processIdentifier)/maps") ?? ""
         return maps.split(separator: "\n").filter { $0.hasSuffix(".earcat") || $0.contains(".earcat (deleted)") || $0.hasSuffix(".part") }.map(String.init)
     }
 
-    /// The catalog mappings once they number `expected`, or after 3 s what they are. A catalog
-    /// swapped out is unmapped when the last match on it lets go, and /proc/PID/maps is not read
-    /// atomically while the daemon's other threads map and unmap memory (a CI run once read no
-    /// catalog line while one was mapped), so one reading is not proof either way.
+    /// Every file the daemon maps, for a failure's message.
+    static func mappedFiles(_ daemon: DaemonHarness) -> String {
+        let path = "/proc/\(daemon.process.processIdentifier)/maps"
+        guard let maps = ProcFile.text(path) else { return "\(path) unreadable" }
+        let lines = maps.split(separator: "\n")
+        let files = Set(lines.compactMap { line in line.firstIndex(of: "/").map { String(line[$0...]) } })
+        return "\(lines.count) lines in \(path), files: \(files.sorted())"
+    }
+
+    /// The catalog mappings once they number `expected`, or after 3 s what they are: a catalog
+    /// swapped out is unmapped when the last match on it lets go.
     static func catalogMappings(_ daemon: DaemonHarness, settlingOn expected: Int) async -> [String] {
         var lines = catalogMappings(daemon)
         let deadline = ContinuousClock.now + .seconds(3)

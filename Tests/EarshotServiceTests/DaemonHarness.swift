@@ -173,7 +173,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// The daemon's resident memory now, in MiB (VmRSS).
     var residentMegabytes: Double {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status = ProcFile.text("/proc/\(process.processIdentifier)/status") ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
               let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
         else { return 0 }

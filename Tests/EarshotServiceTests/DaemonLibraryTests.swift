@@ -1,4 +1,5 @@
 import EarshotStore
+import EarshotTestSupport
 import EarshotSync
 import EarshotWire
 import Foundation
@@ -619,7 +620,7 @@ struct DaemonLibraryTests {
 
     /// The real user id of a running process.
     static func user(of daemon: DaemonHarness) -> uid_t? {
-        let status = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status = ProcFile.text("/proc/\(daemon.process.processIdentifier)/status") ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
         return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { uid_t($0) }
     }

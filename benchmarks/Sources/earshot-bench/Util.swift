@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -45,22 +46,8 @@ enum Stats {
 
 /// Values of /proc/self/status (kB), e.g. VmRSS, VmHWM, RssAnon, RssFile.
 enum ProcStatus {
-    /// The whole text of a /proc file. (Foundation's String(contentsOfFile:) stops after the first
-    /// read, one page, because /proc files report a size of 0.)
-    static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    /// The whole text of a /proc file (see `ProcFile`).
+    static func read(_ path: String) -> String? { ProcFile.text(path) }
 
     static func kilobytes(_ field: String, pid: Int32? = nil) -> Int? {
         guard let text = read(pid.map { "/proc/\($0)/status" } ?? "/proc/self/status") else { return nil }
