@@ -1,5 +1,6 @@
 import CSndfile
 import EarshotCore
+import EarshotSync
 import EarshotSystem
 
 #if canImport(Glibc)
@@ -75,9 +76,15 @@ public final class AudioFileReader {
         }
         var info = SF_INFO()
         // The format is not known yet; a file that is not MP3 may still be tried as MP3.
-        let opened = StandardErrorSilencer.silenced { sf_open(path, Int32(SFM_READ), &info) }
-        guard let handle = opened else {
-            throw .invalidAudioFormat("\(path): \(Self.openFailureReason(path: path))")
+        // libsndfile keeps the error of a failed open in one process-wide variable: opens are
+        // made one at a time, and a failure's code and text read before the next may start.
+        let (opened, failure) = Self.opening.withLock { _ -> (OpaquePointer?, (code: Int32, text: String)?) in
+            let handle = StandardErrorSilencer.silenced { sf_open(path, Int32(SFM_READ), &info) }
+            return (handle, handle == nil ? (sf_error(nil), String(cString: sf_strerror(nil))) : nil)
+        }
+        guard let handle = opened, failure == nil else {
+            let (code, text) = failure ?? (Int32(SF_ERR_SYSTEM), "unknown error")
+            throw .invalidAudioFormat("\(path): \(Self.openFailureReason(path: path, code: code, libraryText: Self.humanized(text)))")
         }
         // From here on the handle is ours; deinit does not run if init throws, so close it here.
         let format = AudioFormat(
@@ -208,15 +215,14 @@ public final class AudioFileReader {
         scratch.withUnsafeMutableBufferPointer { p in Int(sf_readf_float(handle, p.baseAddress, sf_count_t(maxFrames))) }
     }
 
-    /// Explains why `sf_open` failed, in words for people.
+    /// Held while `sf_open` runs and, when it fails, while its error is read (see `init`).
+    private static let opening = Locked(())
+
+    /// Explains why `sf_open` failed (libsndfile's `code` and text), in words for people.
     ///
     /// libsndfile's own messages are often misleading here ("Format not recognised." for a
     /// directory or an empty file), so the file system is asked first.
-    private static func openFailureReason(path: String) -> String {
-        // libsndfile keeps the error of a failed open in a global, so read it before anything
-        // else can overwrite it.
-        let code = sf_error(nil)
-        let libraryText = humanized(String(cString: sf_strerror(nil)))
+    private static func openFailureReason(path: String, code: Int32, libraryText: String) -> String {
 
         var status = stat()
         if stat(path, &status) != 0 {

@@ -1,5 +1,7 @@
+import Dispatch
 import EarshotAudio
 import EarshotCore
+import EarshotSync
 import Testing
 
 /// Files that are not usable audio: each must give `invalidAudioFormat` naming the file and the
@@ -69,6 +71,31 @@ struct AudioFileErrorTests {
         let whole = dir.file(fileName)
         try Sox.sine(to: whole, seconds: 2, rate: 44_100)
         expectFailure(try dir.truncatedCopy(of: whole, keeping: keptBytes, to: "cut-\(fileName)"), saying: ["truncated"])
+    }
+
+    /// libsndfile keeps a failed open's error in one process-wide variable: files that fail at
+    /// once, for different reasons, must each be told their own (a CI run once called a cut MP3
+    /// "not a recognised audio file" while another test opened random bytes).
+    @Test("files failing at the same time each get their own reason")
+    func concurrentFailuresKeepTheirReasons() throws {
+        let dir = try TemporaryDirectory()
+        let whole = dir.file("tone.mp3")
+        try Sox.sine(to: whole, seconds: 2, rate: 44_100)
+        let cut = try dir.truncatedCopy(of: whole, keeping: 200, to: "cut-tone.mp3")
+        let noise = try dir.write(Signal.pseudoRandomBytes(count: 4096, seed: 77), to: "noise.wav")
+        let wrong = Locked([String]())
+        DispatchQueue.concurrentPerform(iterations: 400) { i in
+            let (path, phrase) = i.isMultiple(of: 2) ? (cut, "truncated") : (noise, "not a recognised audio file")
+            do {
+                _ = try AudioFileDecoder.decode(path: path)
+                wrong.withLock { $0.append("\(path) decoded") }
+            } catch {
+                let text = "\(error)"
+                if !text.lowercased().contains(phrase) { wrong.withLock { $0.append(text) } }
+            }
+        }
+        let found = wrong.withLock { $0 }
+        #expect(found.isEmpty, "\(found.count) of 400: \(found.prefix(3))")
     }
 
     @Test("an unsupported sample rate names the supported range", arguments: [4_000, 192_000])
