@@ -45,4 +45,46 @@ struct RoomSearchTests {
         #expect(withRoom >= plain + queries / 5, "room search \(withRoom) of \(queries), unchanged speed alone \(plain)")
         #expect(withRoom >= queries * 7 / 10, "room search \(withRoom) of \(queries)")
     }
+
+    /// The room search widens stage 1's probes without looking them up again: the landmarks
+    /// it adds (`beyond`) and stage 1's are, together, exactly the wider search's, none twice.
+    @Test func widenedProbesAddOnlyWhatTheNarrowOnesMissed() throws {
+        let query = try echoed(try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[2], start: 4, duration: 10)), seed: 3)
+        func landmarks(_ tolerance: Float, beyond inner: Float? = nil) -> [String: Int] {
+            var all: [String: Int] = [:]
+            query.peaks.withUnsafeBufferPointer {
+                LandmarkHasher.forEachQueryLandmark($0, fanOut: LandmarkHasher.queryFanOut, timeScale: 1, pitch: 1,
+                                                    frameTolerance: tolerance, beyond: inner) { lm, anchor in
+                    all["\(lm.key) \(lm.frame) \(anchor)", default: 0] += 1
+                }
+            }
+            return all
+        }
+        let narrow = landmarks(LandmarkHasher.queryFrameTolerance)
+        let added = landmarks(Matcher.roomFrameTolerance, beyond: LandmarkHasher.queryFrameTolerance)
+        let wide = landmarks(Matcher.roomFrameTolerance)
+        #expect(!added.isEmpty && !narrow.isEmpty)
+        #expect(Set(added.keys).isDisjoint(with: narrow.keys))
+        #expect(narrow.merging(added, uniquingKeysWith: +) == wide)
+    }
+
+    /// A search that goes on from a stage 1 made earlier (`.beyond`, as several catalogs are
+    /// searched) finds what the full search does, even when the matcher searched another query
+    /// in between.
+    @Test func goingOnFromAnEarlierStageOneFindsWhatTheFullSearchDoes() throws {
+        for seed in 1...UInt64(6) {
+            let start = 3 + Double(seed % 12)
+            let query = try echoed(try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[2], start: start, duration: 10)),
+                                   seed: seed)
+            let other = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[1], start: start, duration: 10))
+            let full = matcher.referenceCandidates(query)
+            _ = matcher.referenceCandidates(query, depth: .unchangedSpeed)
+            let stageOne = matcher.lastFound
+            _ = matcher.referenceCandidates(other)
+            let beyond = matcher.referenceCandidates(query, depth: .beyond(stageOne))
+            #expect(beyond.map(\.referenceIndex) == full.map(\.referenceIndex), "seed \(seed)")
+            #expect(beyond.map(\.inliers) == full.map(\.inliers), "seed \(seed)")
+            #expect(zip(beyond, full).allSatisfy { abs($0.offset - $1.offset) < 1e-6 }, "seed \(seed)")
+        }
+    }
 }

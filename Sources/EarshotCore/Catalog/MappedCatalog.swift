@@ -267,6 +267,25 @@ public final class MappedCatalog: @unchecked Sendable {
     /// hostile directory can cause.
     public static let maximumBucketLength = 4096
 
+    /// Reads, for every key, its directory entry and then the first key and value of its
+    /// bucket, and returns a sum of what it read (keep it, so the reads are not left out).
+    ///
+    /// In a large catalog each of those is a cache miss. `forEachPosting` key after key waits
+    /// for them one at a time; here the reads of different keys do not depend on each other, so
+    /// the processor has many in flight at once, and the `forEachPosting` calls that follow
+    /// find them in cache. No allocation; reads only inside the arrays.
+    public func warmPostings(of keys: UnsafeBufferPointer<UInt32>) -> UInt32 {
+        let shift = 32 - directoryBits
+        var sum: UInt32 = 0
+        for key in keys { sum &+= directory[Int(key >> shift)] }
+        for key in keys {
+            let lo = Int(directory[Int(key >> shift)])
+            guard lo < entryCount else { continue }
+            sum &+= UInt32(keyLow[lo]) &+ values[lo]
+        }
+        return sum
+    }
+
     /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`.
     /// Reads the mapped arrays in place; no allocation. Skips keys with more than
     /// `maximumPostingsPerKey` postings. In a large catalog a bucket holds few keys, so a common

@@ -58,19 +58,21 @@ public enum LandmarkHasher {
 
     /// Like `forEachLandmark`, for queries: one call per probe, so a pair near a rounding boundary
     /// yields the keys of both neighbours. `frameTolerance` widens the time probes (a room's
-    /// search, `Matcher.roomFrameTolerance`).
+    /// search, `Matcher.roomFrameTolerance`); with `beyond`, only the time probes outside what
+    /// that narrower tolerance probes are made (a search that widens one already made).
     @inline(__always)
     public static func forEachQueryLandmark(
         _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
-        frameTolerance: Float = queryFrameTolerance, _ body: (Landmark, Int) -> Void
+        frameTolerance: Float = queryFrameTolerance, beyond inner: Float? = nil, _ body: (Landmark, Int) -> Void
     ) {
         forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded())
             let dts = probes(bt - at, frameTolerance)
+            let made = inner.map { Range(probes(bt - at, $0)) } ?? 0..<0
             // The frequency difference is taken between rounded bins, so it is probed per anchor bin.
             for f1 in probes(ab, queryAnchorTolerance) where f1 >= 0 && f1 < 256 {
                 for df in probes(bb - Float(f1), queryBinTolerance) where abs(df) >= minimumBinDelta && abs(df) <= maximumBinDelta {
-                    for dt in dts where dt >= minimumFrameDelta && dt <= maximumFrameDelta {
+                    for dt in dts where dt >= minimumFrameDelta && dt <= maximumFrameDelta && !made.contains(dt) {
                         body(landmark(t1: t1, f1: f1, dt: dt, df: df, anchorBin: ab), i)
                     }
                 }

@@ -113,8 +113,8 @@ public final class Matcher {
     // Hits of the hypothesis being searched (structure of arrays).
     private var hitQueryFrame: [Int32] = []
     private var hitReferenceFrame: [Int32] = []
-    private var hitQueryBin: [Float] = []
-    private var hitReferenceBin: [Float] = []
+    /// The hit's landmark (index into `landmarkKey`…) << 4 | the posting's fine anchor bin.
+    private var hitSource: [UInt32] = []
     private var xs: [Double] = []
     private var ys: [Double] = []
     private var ratios: [Double] = []
@@ -124,6 +124,19 @@ public final class Matcher {
     private var nearCenters = [Int](repeating: 0, count: candidatesPerHypothesis)
     private var nearHits = [[Int32]](repeating: [], count: candidatesPerHypothesis)
     private var inlierFrames: [Int32] = []
+    // Landmarks of the hypothesis being searched, before their postings are read.
+    private var landmarkKey: [UInt32] = []
+    private var landmarkFrame: [Int32] = []
+    private var landmarkQueryBin: [Float] = []
+    /// What `MappedCatalog.warmPostings` read, kept so its reads are not optimised away.
+    private var warmth: UInt32 = 0
+    /// What the hits and landmarks held now were collected for (what `beyond` widens).
+    private struct Collection: Equatable {
+        var hypothesis: Int
+        var anchorStride: Int
+        var frameTolerance: Float
+    }
+    private var lastCollection: Collection?
     private var lineFit = LineFit()
     /// Per reference, its peak cursors once made (`peakCursors(ofReference:)`).
     private var knownPeakCursors: [[MappedCatalog.PeakCursor]?]
@@ -187,6 +200,7 @@ public final class Matcher {
         signature.peaks.withUnsafeBufferPointer {
             PeakSelection.select($0, PeakSelection.query, into: &queryPeaks)
         }
+        lastCollection = nil  // another query's hits are never widened
         let queryFrames = signature.duration / FingerprintParameters.hopDuration
 
         // Stage 1: unchanged speed, all anchors.
@@ -201,13 +215,17 @@ public final class Matcher {
             goOn = (found.map(\.inliers).max() ?? 0) < Self.decisiveInliers
         case .beyond(let stageOne):
             found = stageOne
+            // Stage 1's hits again, for the room search to widen (the matcher may have searched
+            // other queries since).
+            collectHits(hypothesis: Self.unchangedSpeed, anchorStride: 1)
             goOn = true
         }
         if goOn {
-            // Unchanged speed again, as a room leaves it: echoes make each peak late by its own few frames.
+            // Unchanged speed again, as a room leaves it: echoes make each peak late by its own
+            // few frames. Stage 1's hits are kept; only the wider time probes are looked up.
             found += search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames,
                             extraInliers: Self.roomExtraInliers, frameTolerance: Self.roomFrameTolerance,
-                            peakScore: Self.roomScore)
+                            beyond: LandmarkHasher.queryFrameTolerance, peakScore: Self.roomScore)
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
             for h in Self.hypotheses.indices where h != Self.unchangedSpeed {
@@ -349,7 +367,6 @@ public final class Matcher {
         let hypotheses = Self.hypotheses
         guard let h = hypotheses.indices.min(by: { distance(hypotheses[$0]) < distance(hypotheses[$1]) }) else { return nil }
         collectHits(hypothesis: h, anchorStride: 1)
-        histogram.drain { _, _ in }
         let hop = FingerprintParameters.hopDuration
         let frames = Double(catalog.references[reference].startFrame) + offset / hop
         guard frames.magnitude < Double(Int32.max), let bin = histogram.bin(ofOffset: Int(frames.rounded())) else { return nil }
@@ -401,8 +418,13 @@ public final class Matcher {
     /// its `extraInliers` are taken off the confidence: they make up for anchors the wider probes
     /// align by chance, so a room candidate at the minimum means what a match at the minimum does.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double, extraInliers: Int = 0,
-                        frameTolerance: Float = LandmarkHasher.queryFrameTolerance, peakScore: Double? = nil) -> [Candidate] {
-        collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
+                        frameTolerance: Float = LandmarkHasher.queryFrameTolerance, beyond inner: Float? = nil,
+                        peakScore: Double? = nil) -> [Candidate] {
+        collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance, beyond: inner)
+        if inner != nil, hitQueryFrame.count >= Self.maximumHits {
+            // At the cap, the kept hits crowd out the wider probes': search afresh, as if alone.
+            collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
+        }
         let required = evidenceFloor + extraInliers
         let floor = min(required, Self.verificationFloor)
         // The busiest bins. Most touched bins hold a hit or two: they are turned away by one
@@ -414,7 +436,7 @@ public final class Matcher {
         func ahead(_ a: (score: Int, bin: Int), _ b: (score: Int, bin: Int)) -> Bool {
             a.score != b.score ? a.score > b.score : a.bin < b.bin
         }
-        histogram.drain { bin, score in
+        histogram.forEachBin(queryFrames: hitQueryFrame, referenceFrames: hitReferenceFrame) { bin, score in
             guard score >= floor / 2 else { return }
             if best.count < kept {
                 best.append((score, bin))
@@ -471,46 +493,82 @@ public final class Matcher {
         return c
     }
 
-    private func collectHits(hypothesis h: Int, anchorStride: Int, frameTolerance: Float = LandmarkHasher.queryFrameTolerance) {
-        // The loop works on locals moved out of the matcher (and back after): mutating stored
-        // properties from inside closures costs a dynamic exclusivity check per access.
-        var queryFrames = Self.take(&hitQueryFrame), referenceFrames = Self.take(&hitReferenceFrame)
-        var queryBins = Self.take(&hitQueryBin), referenceBins = Self.take(&hitReferenceBin)
-        var histogram = OffsetHistogram.empty
-        swap(&histogram, &self.histogram)
+    /// Collects the hits of hypothesis `h`'s landmarks (every `anchorStride`-th anchor's). With
+    /// `beyond`, the hits already collected (this hypothesis, all anchors, time probes of that
+    /// tolerance) are kept and only the landmarks the wider `frameTolerance` adds are looked up.
+    private func collectHits(hypothesis h: Int, anchorStride: Int, frameTolerance: Float = LandmarkHasher.queryFrameTolerance,
+                             beyond inner: Float? = nil) {
+        // The hypothesis's landmarks first, then their postings: the catalog's lookups are
+        // independent of each other, so `warmPostings` brings them into cache all at once
+        // instead of one cache miss after another (see `MappedCatalog.warmPostings`).
+        let extending = inner != nil
+        precondition(!extending || lastCollection == Collection(hypothesis: h, anchorStride: anchorStride, frameTolerance: inner!),
+                     "a search widens only the one just made")
+        lastCollection = Collection(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
+        var keys = Self.take(&landmarkKey, keeping: extending), frames = Self.take(&landmarkFrame, keeping: extending)
+        var bins = Self.take(&landmarkQueryBin, keeping: extending)
+        let first = keys.count
         defer {
-            hitQueryFrame = queryFrames
-            hitReferenceFrame = referenceFrames
-            hitQueryBin = queryBins
-            hitReferenceBin = referenceBins
-            swap(&histogram, &self.histogram)
+            landmarkKey = keys
+            landmarkFrame = frames
+            landmarkQueryBin = bins
         }
-        let catalog = self.catalog
         let hypothesis = Self.hypotheses[h]
         queryPeaks.withUnsafeBufferPointer { peaks in
             LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
                                                 timeScale: hypothesis.timeScale, pitch: hypothesis.pitch,
-                                                frameTolerance: frameTolerance) { lm, anchor in
-                guard anchor % anchorStride == 0, queryFrames.count < Self.maximumHits else { return }
-                let queryBin = peaks[anchor].bin
-                catalog.forEachPosting(of: lm.key) { value in
-                    let frame = Int32(value >> 4)
-                    guard let bin = histogram.bin(ofOffset: Int(frame) - Int(lm.frame)) else { return }
-                    histogram.add(bin: bin)
-                    queryFrames.append(lm.frame)
-                    referenceFrames.append(frame)
-                    queryBins.append(queryBin)
-                    referenceBins.append(LandmarkHasher.anchorBin(key: lm.key, fineBin: UInt8(value & 15)))
-                }
+                                                frameTolerance: frameTolerance, beyond: inner) { lm, anchor in
+                guard anchor % anchorStride == 0 else { return }
+                keys.append(lm.key)
+                frames.append(lm.frame)
+                bins.append(peaks[anchor].bin)
+            }
+        }
+        let catalog = self.catalog
+        warmth &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[first...])) }
+
+        // The loop works on locals moved out of the matcher (and back after): mutating stored
+        // properties from inside closures costs a dynamic exclusivity check per access.
+        var queryFrames = Self.take(&hitQueryFrame, keeping: extending)
+        var referenceFrames = Self.take(&hitReferenceFrame, keeping: extending)
+        var sources = Self.take(&hitSource, keeping: extending)
+        defer {
+            hitQueryFrame = queryFrames
+            hitReferenceFrame = referenceFrames
+            hitSource = sources
+        }
+        let histogram = self.histogram
+        for l in first..<keys.count {
+            guard queryFrames.count < Self.maximumHits else { break }
+            let queryFrame = frames[l], source = UInt32(l) << 4
+            catalog.forEachPosting(of: keys[l]) { value in
+                let frame = Int32(value >> 4)
+                guard histogram.bin(ofOffset: Int(frame) - Int(queryFrame)) != nil else { return }
+                queryFrames.append(queryFrame)
+                referenceFrames.append(frame)
+                sources.append(source | value & 15)
             }
         }
     }
 
-    /// Moves an array out of a stored property, emptied but keeping its capacity.
-    private static func take<T>(_ array: inout [T]) -> [T] {
+    /// The query's anchor bin of hit `i` (of the hypothesis being searched).
+    @inline(__always)
+    private func queryBin(ofHit i: Int) -> Double {
+        Double(landmarkQueryBin[Int(hitSource[i] >> 4)])
+    }
+
+    /// The reference's anchor bin of hit `i`, to 1/16 bin.
+    @inline(__always)
+    private func referenceBin(ofHit i: Int) -> Double {
+        let source = hitSource[i]
+        return Double(LandmarkHasher.anchorBin(key: landmarkKey[Int(source >> 4)], fineBin: UInt8(source & 15)))
+    }
+
+    /// Moves an array out of a stored property, emptied (unless `keeping`) but keeping its capacity.
+    private static func take<T>(_ array: inout [T], keeping: Bool = false) -> [T] {
         var taken: [T] = []
         swap(&taken, &array)
-        taken.removeAll(keepingCapacity: true)
+        if !keeping { taken.removeAll(keepingCapacity: true) }
         return taken
     }
 
@@ -566,7 +624,7 @@ public final class Matcher {
         // Frequency skew: median ratio of query to reference anchor frequency over the inliers.
         ratios.removeAll(keepingCapacity: true)
         for (k, i) in candidateHits.enumerated() where abs(ys[k] - line.intercept - line.slope * xs[k]) <= LineFit.tolerance {
-            ratios.append(Double(hitQueryBin[i]) / Double(hitReferenceBin[i]))
+            ratios.append(queryBin(ofHit: i) / referenceBin(ofHit: i))
         }
         ratios.sort()
         let pitch = ratios[ratios.count / 2]
@@ -576,7 +634,7 @@ public final class Matcher {
         var midFrame = 0.0
         inlierFrames.removeAll(keepingCapacity: true)
         for (k, i) in candidateHits.enumerated() where abs(ys[k] - line.intercept - line.slope * xs[k]) <= LineFit.tolerance {
-            if abs(Double(hitQueryBin[i]) / pitch - Double(hitReferenceBin[i])) <= Self.binTolerance {
+            if abs(queryBin(ofHit: i) / pitch - referenceBin(ofHit: i)) <= Self.binTolerance {
                 aligned += 1
                 midFrame += ys[k]
                 inlierFrames.append(hitQueryFrame[i])

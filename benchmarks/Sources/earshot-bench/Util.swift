@@ -185,7 +185,10 @@ enum Machine {
         guard let hash = Shell.capture("git", ["rev-parse", "--short", "HEAD"], directory: root) else {
             return "unknown (not a git checkout)"
         }
-        let status = Shell.capture("git", ["status", "--porcelain", "--untracked-files=all"], directory: root) ?? ""
+        // "XY path" per line: two status columns, a blank, the path. Not `capture`: its trimming
+        // would take the first line's leading blank (" M path") and shift the path.
+        let git = Shell.which("git").flatMap { try? Shell.run($0, ["status", "--porcelain", "--untracked-files=all"], directory: root) }
+        let status = git?.status == 0 ? git!.output : ""
         // Changed or new files that can change what is measured (the benchmark's own are listed apart).
         let files = status.split(separator: "\n").map { String($0.dropFirst(3)) }
             .filter { $0.hasPrefix("Sources/") || $0 == "Package.swift" || $0.hasPrefix("benchmarks/Sources/") }
