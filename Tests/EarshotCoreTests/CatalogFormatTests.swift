@@ -143,6 +143,33 @@ struct CatalogFormatTests {
         }
     }
 
+    /// The matcher sizes its offset range by the longest query a catalog accepts: a header that
+    /// claims one longer than any catalog can hold is refused (a crafted one once made the
+    /// matcher trap or ask for gigabytes), however sound its checksum; and no catalog is written
+    /// with one.
+    @Test func aQueryLimitBeyondAnyCatalogIsRefused() throws {
+        var catalog = try Self.makeCatalog()
+        catalog.maximumQuerySignatureDuration = 1e12
+        #expect(throws: EarshotError.self) { try catalog.dataRepresentation() }
+
+        let sound = try Self.makeCatalog()
+        var data = try sound.dataRepresentation()
+        _ = try MappedCatalog(bytes: data)
+        let longest = withUnsafeBytes(of: sound.maximumQuerySignatureDuration.bitPattern.littleEndian, Array.init)
+        let at = try #require((0...(CatalogLayout.headerChecksummed - 8)).first { Array(data[$0..<($0 + 8)]) == longest },
+                              "the header holds the longest query")
+        data.replaceSubrange(at..<(at + 8), with: withUnsafeBytes(of: Double(1e12).bitPattern.littleEndian, Array.init))
+        let sectionCount = Int(data[CatalogLayout.magic.count + 4]) | Int(data[CatalogLayout.magic.count + 5]) << 8
+        let tableEnd = CatalogLayout.headerSize + sectionCount * CatalogLayout.sectionEntrySize
+        let crc = data.withUnsafeBytes { raw in
+            CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[CatalogLayout.headerSize..<tableEnd]),
+                           continuing: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<CatalogLayout.headerChecksummed])))
+        }
+        data.replaceSubrange(CatalogLayout.headerChecksummed..<(CatalogLayout.headerChecksummed + 4),
+                             with: withUnsafeBytes(of: crc.littleEndian, Array.init))
+        #expect(throws: EarshotError.catalogInvalid("header fields out of range")) { try MappedCatalog(bytes: data) }
+    }
+
     @Test func shortForeignFilesAreForeignNotTruncated() {
         #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
             try MappedCatalog(bytes: Array("hi\n".utf8))

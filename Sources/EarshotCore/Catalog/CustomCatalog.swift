@@ -89,7 +89,8 @@ public struct CustomCatalog: Sendable, Equatable {
     /// Checks the query limits.
     public func validateLimits() throws(EarshotError) {
         guard minimumQuerySignatureDuration.isFinite, maximumQuerySignatureDuration.isFinite,
-            minimumQuerySignatureDuration > 0, minimumQuerySignatureDuration <= maximumQuerySignatureDuration
+            minimumQuerySignatureDuration > 0, minimumQuerySignatureDuration <= maximumQuerySignatureDuration,
+            maximumQuerySignatureDuration <= CatalogLayout.maximumDuration
         else {
             throw .catalogInvalid(
                 "query limits \(minimumQuerySignatureDuration)–\(maximumQuerySignatureDuration) s are not a valid range")

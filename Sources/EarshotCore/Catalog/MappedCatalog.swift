@@ -109,7 +109,9 @@ public final class MappedCatalog: @unchecked Sendable {
                                  continuing: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<CatalogLayout.headerChecksummed])))
         guard crc == storedCRC else { throw .catalogInvalid("header checksum mismatch (file corrupt)") }
         guard (4...22).contains(bits), entries <= UInt64(Int32.max), timeline <= UInt64(CatalogLayout.maximumTimelineFrames),
-            minQuery.isFinite, maxQuery.isFinite, minQuery > 0, minQuery <= maxQuery
+            minQuery.isFinite, maxQuery.isFinite, minQuery > 0, minQuery <= maxQuery,
+            // The matcher sizes its offset range by the longest query: no longer than a catalog.
+            maxQuery <= CatalogLayout.maximumDuration
         else { throw .catalogInvalid("header fields out of range") }
 
         // Section table: bounds, alignment, expected sizes, checksums.
