@@ -118,9 +118,7 @@ struct AudioFileDecoderTests {
     @Test("hands out the audio before a truncation, then says the file is truncated")
     func readerReportsTruncationMidStream() throws {
         let dir = try TemporaryDirectory()
-        let whole = dir.file("long.flac")
-        try Sox.sine(to: whole, seconds: 5, rate: 44_100)
-        let cut = try dir.truncatedCopy(of: whole, keeping: 20_000, to: "cut.flac")
+        let cut = try dir.cutSine("long.flac", seconds: 5, keeping: 20_000)
 
         let reader = try AudioFileReader(path: cut)
         var frames = 0

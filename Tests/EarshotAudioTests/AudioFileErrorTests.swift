@@ -68,20 +68,16 @@ struct AudioFileErrorTests {
     ])
     func truncatedHeader(fileName: String, keptBytes: Int) throws {
         let dir = try TemporaryDirectory()
-        let whole = dir.file(fileName)
-        try Sox.sine(to: whole, seconds: 2, rate: 44_100)
-        expectFailure(try dir.truncatedCopy(of: whole, keeping: keptBytes, to: "cut-\(fileName)"), saying: ["truncated"])
+        expectFailure(try dir.cutSine(fileName, seconds: 2, keeping: keptBytes), saying: ["truncated"])
     }
 
     /// libsndfile keeps a failed open's error in one process-wide variable: files that fail at
-    /// once, for different reasons, must each be told their own (a CI run once called a cut MP3
-    /// "not a recognised audio file" while another test opened random bytes).
+    /// once, for different reasons, must each be told their own (a full test run once called a cut
+    /// MP3 "not a recognised audio file" while another test opened random bytes).
     @Test("files failing at the same time each get their own reason")
     func concurrentFailuresKeepTheirReasons() throws {
         let dir = try TemporaryDirectory()
-        let whole = dir.file("tone.mp3")
-        try Sox.sine(to: whole, seconds: 2, rate: 44_100)
-        let cut = try dir.truncatedCopy(of: whole, keeping: 200, to: "cut-tone.mp3")
+        let cut = try dir.cutSine("tone.mp3", seconds: 2, keeping: 200)
         let noise = try dir.write(Signal.pseudoRandomBytes(count: 4096, seed: 77), to: "noise.wav")
         let wrong = Locked([String]())
         DispatchQueue.concurrentPerform(iterations: 400) { i in

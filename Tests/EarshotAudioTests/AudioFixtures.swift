@@ -27,6 +27,14 @@ final class TemporaryDirectory {
         return try write(Array(bytes), to: name)
     }
 
+    /// A 44.1 kHz sine of `seconds` written as `fileName` (its format from the extension), and a
+    /// copy of its first `count` bytes, named "cut-" + `fileName`, whose path is returned.
+    func cutSine(_ fileName: String, seconds: Double, keeping count: Int) throws -> String {
+        let whole = file(fileName)
+        try Sox.sine(to: whole, seconds: seconds, rate: 44_100)
+        return try truncatedCopy(of: whole, keeping: count, to: "cut-\(fileName)")
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 

@@ -58,18 +58,21 @@ struct OffsetHistogram {
         sortHits(count: n)
         hits.withUnsafeBufferPointer { all in
             let sorted = UnsafeBufferPointer(rebasing: all[0..<n])
-            // Runs of one bin, with the runs before and after for the neighbours' counts.
+            // Runs of one bin, with the runs before and after for the neighbours' counts; each
+            // run is measured once, as the next run, then used as the current one.
             var previous = (bin: -2, count: 0)
             var start = 0
+            var count = Self.runLength(sorted, from: 0)
             while start < n {
                 let bin = Int(sorted[start])
-                let count = Self.runLength(sorted, from: start)
                 let end = start + count
-                let next = end < n && Int(sorted[end]) == bin + 1 ? Self.runLength(sorted, from: end) : 0
+                let following = end < n ? Self.runLength(sorted, from: end) : 0
+                let next = end < n && Int(sorted[end]) == bin + 1 ? following : 0
                 let before = previous.bin == bin - 1 ? previous.count : 0
                 body(bin, before + count + next)
                 previous = (bin, count)
                 start = end
+                count = following
             }
         }
     }
@@ -106,11 +109,11 @@ struct OffsetHistogram {
                             target[counts[d]] = v
                             counts[d] += 1
                         }
-                        // Back into `hits` for the next pass (n words, sequential).
-                        source.baseAddress!.update(from: target.baseAddress!, count: n)
                     }
                 }
             }
+            // The sorted pass becomes `hits`, the next pass's source (both hold at least n).
+            swap(&hits, &scratch)
         }
     }
 }
