@@ -80,7 +80,7 @@ public final class ConnectionLimiter: Sendable {
     /// The listen backlog of the server sockets: connections the kernel completes before libzmq
     /// accepts them, all of which can get past a door that closes as they arrive. Small, so that
     /// such a burst stays well inside the descriptors kept in reserve.
-    static let listenBacklog: Int32 = 32
+    public static let listenBacklog: Int32 = 32
 
     public init(limits: Limits) {
         self.limits = limits

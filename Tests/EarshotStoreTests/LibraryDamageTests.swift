@@ -137,7 +137,6 @@ import Testing
 
     @Test(arguments: Damage.allCases)
     func aDamagedFileFailsWithDataLossAndIsSetAside(damage: Damage) throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         _ = try Self.makeValid(path)
         let damaged = try damage.apply(to: LibraryScratch.read(path))
@@ -153,7 +152,6 @@ import Testing
     }
 
     @Test func aZeroLengthFileIsAnEmptyDatabase() throws {
-        defer { scratch.clean() }
         // SQLite treats an empty file as an empty database: it is not damage, and the library
         // creates its schema in it.
         let path = scratch.path()
@@ -173,7 +171,6 @@ import Testing
         // quick_check does not read record contents, and SQLite keeps no checksums: a flipped
         // bit inside an item's body is not found at open. What the damage can reach is that one
         // value; every other item reads back as it was.
-        defer { scratch.clean() }
         let path = scratch.path()
         let items = try Self.makeValid(path)
         var bytes = try LibraryScratch.read(path)
@@ -218,7 +215,6 @@ import Testing
     }
 
     @Test func aWALWithCommittedDataIsRecoveredNotDamage() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         let (checkpointed, inWAL, owner) = try crashed(path)
         do {
@@ -233,7 +229,6 @@ import Testing
     }
 
     @Test func aDamagedWALFrameLosesItsTransactionOnly() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         let (checkpointed, _, owner) = try crashed(path)
         // A bit of the first frame's page: its checksum no longer holds, so neither it nor any
@@ -248,7 +243,6 @@ import Testing
     }
 
     @Test func aDamagedPageBesideACommittedWALIsSetAsideWithTheWAL() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         _ = try crashed(path)
         var bytes = try LibraryScratch.read(path)
@@ -274,7 +268,6 @@ import Testing
     }
 
     @Test func setAsideNeverReplacesAnEarlierSetAsideFile() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         let first = Array("the first damaged file".utf8)
         try LibraryScratch.write(first, to: path)
@@ -295,7 +288,6 @@ import Testing
     }
 
     @Test func setAsideWithoutWALMovesTheFileAlone() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         try LibraryScratch.write(Array("not a database".utf8), to: path)
         try setAsideAndStartOver(path, expecting: ["": Array("not a database".utf8)])

@@ -5,8 +5,9 @@ import Foundation
 import SQLite
 import Testing
 
-/// A folder of its own for one test's database files.
-struct LibraryScratch {
+/// A folder of its own for one test's database files, removed with everything in it when the
+/// test's suite instance goes (Swift Testing makes one per test, and per argument).
+final class LibraryScratch: Sendable {
     let folder: String
 
     init() throws {
@@ -15,7 +16,7 @@ struct LibraryScratch {
     }
 
     func path(_ name: String = "library.db") -> String { folder + "/" + name }
-    func clean() { try? FileManager.default.removeItem(atPath: folder) }
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
     /// The names in the folder, sorted.
     func names() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: folder).sorted() }
 
@@ -119,7 +120,6 @@ enum LibraryFixture {
     // MARK: Add
 
     @Test func addingOneItemStoresItWithANewIDAndRaisesTheVersion() throws {
-        defer { scratch.clean() }
         let db = try open()
         #expect(try db.owner(named: "alice") == .empty("alice"))
         let entry = F.entry(1_700_000_000_123, catalog: "radio", catalogVersion: .max, properties: #"{"genre":"jazz"}"#, size: 300, seed: 1)
@@ -140,7 +140,6 @@ enum LibraryFixture {
     }
 
     @Test func addingManyItemsGivesUniqueIDsAndOneVersionPerCall() throws {
-        defer { scratch.clean() }
         let db = try open()
         var ids: [String] = []
         var bytes = 0
@@ -163,7 +162,6 @@ enum LibraryFixture {
     /// the others commit, versions go on as if they had committed one by one), and a transaction
     /// that fails keeps none of them.
     @Test func writesInOneTransactionStayAllOrNothingEach() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.maximumItems = 3
         let db = try open(limits: limits)
@@ -197,7 +195,6 @@ enum LibraryFixture {
     }
 
     @Test func addIsAllOrNothing() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.maximumItemBytes = 100
         limits.maximumBatch = 5
@@ -225,7 +222,6 @@ enum LibraryFixture {
     }
 
     @Test func ownerLimitsRefuseTheWholeAddWithResourceExhausted() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.maximumItems = 5
         limits.maximumBytes = 1000
@@ -262,7 +258,6 @@ enum LibraryFixture {
     // MARK: Items
 
     @Test func itemsComeNewestMatchFirstWithTiesInInsertionOrder() throws {
-        defer { scratch.clean() }
         let db = try open()
         // Matched times with ties, within one batch and across batches.
         let first = try db.add([5, 10, 10, 1].map { F.entry($0, seed: Int($0)) }, owner: "alice", nowMs: 1).items
@@ -279,7 +274,6 @@ enum LibraryFixture {
     }
 
     @Test func pageTokensWalkAllItemsOfAnOwnerWithoutDuplicatesOrMisses() throws {
-        defer { scratch.clean() }
         let db = try open()
         // 2500 items for alice in three adds, with many ties of their matched times; bob's items
         // share those times and must never appear in alice's pages.
@@ -331,7 +325,6 @@ enum LibraryFixture {
     }
 
     @Test func itemsRefusesPageSizesOutsideOneToAThousand() throws {
-        defer { scratch.clean() }
         let db = try open()
         for limit in [0, -1, 1001] {
             #expect(F.failure { _ = try db.items(owner: "alice", LibraryQuery(limit: limit)) } == .invalidArgument, "limit \(limit)")
@@ -340,7 +333,6 @@ enum LibraryFixture {
     }
 
     @Test func filtersSelectByCatalogMatchTimeAndCustomProperty() throws {
-        defer { scratch.clean() }
         let db = try open()
         let entries = [
             F.entry(1000, catalog: "a", properties: #"{"genre":"jazz","year":1999,"live":true}"#, seed: 0),
@@ -406,7 +398,6 @@ enum LibraryFixture {
 
     /// The property index follows the items: removed or deleted items leave it too.
     @Test func thePropertyIndexFollowsAddsRemovesAndDeletes() throws {
-        defer { scratch.clean() }
         let db = try open()
         let jazz = LibraryQuery(property: ("genre", #""jazz""#))
         let a = try db.add([F.entry(1, properties: #"{"genre":"jazz","n":1}"#, seed: 1),
@@ -425,7 +416,6 @@ enum LibraryFixture {
     /// A writer that checkpoints between writes (as the daemon's does) keeps the WAL short, also
     /// while a second connection reads.
     @Test func checkpointsBetweenWritesKeepTheWALShort() throws {
-        defer { scratch.clean() }
         let writer = try LibraryDatabase(path: scratch.path(), callerCheckpoints: true)
         let reader = try LibraryDatabase(path: scratch.path(), readOnly: true, verify: false)
         var largest = 0
@@ -447,7 +437,6 @@ enum LibraryFixture {
     /// by the restore gap and the log is empty, so a version a client saw after the copy was
     /// taken can never be mistaken for the same state.
     @Test func aRestoredBackupMakesEveryWatcherResync() throws {
-        defer { scratch.clean() }
         let db = try open()
         for i in 0..<3 { _ = try db.add([F.entry(Int64(i), seed: i)], owner: "alice", nowMs: Int64(i)) }
         try db.backup(to: scratch.path("copy.db"))
@@ -468,7 +457,6 @@ enum LibraryFixture {
 
     /// Pages of large items stop at about a megabyte, with a cursor, and still walk everything.
     @Test func pagesOfLargeItemsStopEarlyAndWalkEverything() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.maximumItemBytes = 64 << 10
         let db = try open(limits: limits)
@@ -485,7 +473,6 @@ enum LibraryFixture {
 
     /// Custom properties SQLite's JSON parser refuses are the caller's mistake, not the box's.
     @Test func propertiesThatAreNotJSONAreRefusedAsInvalid() throws {
-        defer { scratch.clean() }
         let db = try open()
         #expect(F.failure { _ = try db.add([F.entry(1, properties: "{not json")], owner: "alice", nowMs: 1) } == .invalidArgument)
         #expect(try db.owners().isEmpty)
@@ -494,7 +481,6 @@ enum LibraryFixture {
     // MARK: Remove
 
     @Test func removeIsAllOrNothing() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.maximumBatch = 4
         let db = try open(limits: limits)
@@ -531,7 +517,6 @@ enum LibraryFixture {
     }
 
     @Test func ownersAreKeptApart() throws {
-        defer { scratch.clean() }
         let db = try open()
         let alice = try db.add((0..<3).map { F.entry(Int64($0), catalog: "c", seed: $0) }, owner: "alice", nowMs: 1)
         let bob = try db.add([F.entry(1, catalog: "c", seed: 10)], owner: "bob", nowMs: 2)
@@ -557,7 +542,6 @@ enum LibraryFixture {
     }
 
     @Test func deletingAnOwnerClearsItsItemsAndGoesOnWithItsVersion() throws {
-        defer { scratch.clean() }
         let db = try open()
         let first = try db.add((0..<5).map { F.entry(Int64($0), size: 50, seed: $0) }, owner: "alice", nowMs: 1)
         _ = try db.remove([first.items[0].id], owner: "alice", nowMs: 2)
@@ -586,7 +570,6 @@ enum LibraryFixture {
     // MARK: Changes
 
     @Test func changesReturnTheExactLog() throws {
-        defer { scratch.clean() }
         let db = try open()
         let add1 = try db.add([F.entry(1, seed: 1), F.entry(2, seed: 2)], owner: "alice", nowMs: 10)
         let add2 = try db.add([F.entry(3, seed: 3)], owner: "alice", nowMs: 20)
@@ -610,7 +593,6 @@ enum LibraryFixture {
     }
 
     @Test func changesAreNilWhenTheLogNoLongerReaches() throws {
-        defer { scratch.clean() }
         var limits = LibraryLimits()
         limits.changeLogLength = 3
         let db = try open(limits: limits)
@@ -633,7 +615,6 @@ enum LibraryFixture {
     // MARK: Owner hash
 
     @Test func ownerHashIsStablePerFileAndSaltedPerFile() throws {
-        defer { scratch.clean() }
         let (alice, bob): (String, String)
         do {
             let db = try open()
@@ -655,7 +636,6 @@ enum LibraryFixture {
     // MARK: Durability
 
     @Test func everythingIsThereAfterClosingAndReopening() throws {
-        defer { scratch.clean() }
         let owners: [LibraryOwner]
         let items: [LibraryItem]
         let log: [LibraryChange]?
@@ -681,7 +661,6 @@ enum LibraryFixture {
     }
 
     @Test func itemsOfAnOpenDatabaseCanBeReadFromTheFileByAnotherConnection() throws {
-        defer { scratch.clean() }
         let db = try open()
         let added = try db.add([F.entry(1, seed: 1)], owner: "alice", nowMs: 1)
         // Committed means visible to anyone reading the file, before the writer closes.
@@ -693,7 +672,6 @@ enum LibraryFixture {
     // MARK: Backup
 
     @Test func backupIsAnOpenableCopyUnaffectedByLaterWrites() throws {
-        defer { scratch.clean() }
         let db = try open()
         _ = try db.add((0..<300).map { F.entry(Int64($0 % 17), size: 300, seed: $0) }, owner: "alice", nowMs: 1)
         let bob = try db.add([F.entry(1, seed: 1000)], owner: "bob", nowMs: 2)
@@ -737,7 +715,6 @@ enum LibraryFixture {
     }
 
     @Test func backupsMadeWhileAnotherInstanceWritesAreConsistentSnapshots() async throws {
-        defer { scratch.clean() }
         let db = try open()
         _ = try db.add((0..<200).map { F.entry(Int64($0), size: 500, seed: $0) }, owner: "alice", nowMs: 0)
         let writer = try open()
@@ -782,7 +759,6 @@ enum LibraryFixture {
     // MARK: Size limit
 
     @Test func aTinyDatabaseSizeLimitRefusesAddsAndKeepsWhatIsThere() throws {
-        defer { scratch.clean() }
         let items: [LibraryItem]
         let owner: LibraryOwner
         do {
@@ -815,7 +791,6 @@ enum LibraryFixture {
     // MARK: Read-only
 
     @Test func aReadOnlyInstanceReadsAndRefusesWrites() throws {
-        defer { scratch.clean() }
         let owner: LibraryOwner
         let items: [LibraryItem]
         let hash: String
@@ -853,7 +828,6 @@ enum LibraryFixture {
     }
 
     @Test func aReadOnlyInstanceDoesNotCreateAMissingFile() throws {
-        defer { scratch.clean() }
         #expect(F.failure { _ = try open(readOnly: true) } == .unavailable)
         #expect(try scratch.names() == [])
     }

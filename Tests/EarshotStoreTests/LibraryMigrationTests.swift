@@ -85,7 +85,6 @@ import Testing
 
     @Test(arguments: 0..<Int(LibrarySchema.currentVersion))
     func anEarlierVersionOpensMigratedWithItsRows(version k: Int) throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         try Self.build(path, version: k)
         #expect(try Self.userVersion(path) == Int64(k))
@@ -160,7 +159,6 @@ import Testing
     }
 
     @Test func aFailedMigrationStepIsRolledBack() throws {
-        defer { scratch.clean() }
         let path = scratch.path()
         try Self.build(path, version: 1)
         // A table in the way of migration 2: the step fails as a whole and the version stays 1.
@@ -173,7 +171,6 @@ import Testing
     }
 
     @Test func aNewerVersionIsRefusedAndLeftByteIdentical() throws {
-        defer { scratch.clean() }
         // Written by this release (WAL), then marked as from a newer one.
         let path = scratch.path()
         do {
