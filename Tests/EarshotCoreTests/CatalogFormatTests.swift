@@ -170,6 +170,52 @@ struct CatalogFormatTests {
         #expect(throws: EarshotError.catalogInvalid("header fields out of range")) { try MappedCatalog(bytes: data) }
     }
 
+    /// A directory is not checksummed at a `.structure` open (the daemon's quick open of a catalog
+    /// it verified before), so a file changed on disk since can hold any directory. Lookups,
+    /// batched (`warmPostings`) or one by one, stay inside the arrays whatever it holds.
+    @Test func aHostileDirectoryLeadsNowhere() throws {
+        let catalog = try Self.makeCatalog()
+        let data = try catalog.dataRepresentation()
+        let query = try Signature(duration: 8, peaks: catalog.references[1].signature.peaks.filter { $0.time >= 100 && $0.time < 100 + 8 / Float(FingerprintParameters.hopDuration) }
+            .map { Peak(time: $0.time - 100, bin: $0.bin, magnitude: $0.magnitude) })
+        let pristine = try MappedCatalog(bytes: data)
+        #expect(Matcher(catalog: pristine).match(query).mediaItems.first?.mediaItem.id == "ep1", "the query matches the unharmed catalog")
+
+        // The directory section, from the section table.
+        let sectionCount = Int(data[CatalogLayout.magic.count + 4]) | Int(data[CatalogLayout.magic.count + 5]) << 8
+        func field(_ at: Int, _ width: Int) -> Int { (0..<width).reduce(0) { $0 | Int(data[at + $1]) << (8 * $1) } }
+        let entry = try #require((0..<sectionCount).map { CatalogLayout.headerSize + $0 * CatalogLayout.sectionEntrySize }
+            .first { field($0, 4) == Int(CatalogLayout.Section.directory.rawValue) })
+        let offset = field(entry + 8, 8), length = field(entry + 16, 8)
+        let entries = pristine.entryCount
+        var random = SeededRandom(seed: 7)
+        let hostile: [(String, (Int) -> UInt32)] = [
+            ("past the end", { _ in UInt32.max }),
+            ("just past the end", { _ in UInt32(entries + 1) }),
+            ("descending", { i in UInt32(max(0, entries - i)) }),
+            ("random", { _ in UInt32(truncatingIfNeeded: random.next()) }),
+        ]
+        for (name, value) in hostile {
+            var bytes = data
+            for i in 0..<(length / 4) {
+                bytes.replaceSubrange((offset + 4 * i)..<(offset + 4 * i + 4), with: withUnsafeBytes(of: value(i).littleEndian, Array.init))
+            }
+            #expect(throws: EarshotError.self, "\(name): a full check finds it") { try MappedCatalog(bytes: bytes) }
+            let mapped = try MappedCatalog(bytes: bytes, verification: .structure)
+            var keys: [UInt32] = []
+            catalog.references[1].signature.peaks.withUnsafeBufferPointer { peaks in
+                LandmarkHasher.forEachLandmark(peaks, fanOut: LandmarkHasher.referenceFanOut) { lm, _ in keys.append(lm.key) }
+            }
+            try #require(!keys.isEmpty)
+            _ = keys.withUnsafeBufferPointer { mapped.warmPostings(of: $0) }
+            var found = 0
+            for key in keys { mapped.forEachPosting(of: key) { _ in found += 1 } }
+            // Whatever a lookup returns lies inside the values array: a match runs to its end.
+            _ = Matcher(catalog: mapped).match(query)
+            if name != "random" { #expect(found == 0, "\(name): no bucket lies inside the arrays") }
+        }
+    }
+
     @Test func shortForeignFilesAreForeignNotTruncated() {
         #expect(throws: EarshotError.catalogInvalid("not an Earshot catalog (bad magic number)")) {
             try MappedCatalog(bytes: Array("hi\n".utf8))
