@@ -373,7 +373,7 @@ extension Report {
         }
         let c99 = Stats.percentile(r.concurrent, 99) ?? .infinity
         s += "| \(r.concurrentClients) concurrent clients, each its own CURVE key (100 connections on one client I/O thread), connected, × 10 `Match` | \(r.concurrentErrors) errors; p50 \(ms(r.concurrent, 50)) ms, p99 \(ms(r.concurrent, 99)) ms | no errors, p99 ≤ 100 ms | \(Fmt.passFail(r.concurrentErrors == 0 && c99 <= 100)) |\n"
-        let overflows = r.connectOverflows.map { "\($0) connections overflowed the listen queue (\(ConnectionLimiter.listenBacklog) deep) and were retried a second later" } ?? "listen queue overflows not readable"
+        let overflows = r.connectOverflows.map { "\($0) overflows of the listen queue (\(ConnectionLimiter.listenBacklog) deep; the kernel drops such a connection's SYN, which TCP sends again a second later)" } ?? "listen queue overflows not readable"
         s += "| the same \(r.concurrentClients) clients connecting at once: the first call (TCP connect, CURVE handshake, Health check) | p50 \(ms(r.connectBurst, 50)) ms, p99 \(ms(r.connectBurst, 99)) ms; \(overflows) | (measured, no target) | |\n"
         let e99 = Stats.percentile(r.matchEventLatency, 99) ?? .infinity
         s += "| match event reaches a subscriber after the result is made (\(r.matchEventLatency.count) events; wall clock, same machine) | p50 \(ms(r.matchEventLatency, 50)) ms, p99 \(ms(r.matchEventLatency, 99)) ms, max \(Fmt.f(r.matchEventLatency.max(), 2)) ms | ≤ 10 ms | \(Fmt.passFail(e99 <= 10)) |\n"
