@@ -71,6 +71,12 @@ public final class Matcher {
     /// Candidates verified per hypothesis, and hypotheses searched fully after the coarse stage.
     static let candidatesPerHypothesis = 4
     static let refinedHypotheses = 2
+    /// Aligned anchors (of the coarse stage's quarter) that rank a hypothesis: a speed change
+    /// under noise shows only a handful there (benchmarks/RESULTS.md, "The living room", stop 29).
+    /// The best hypothesis is searched fully from this many; the runner-up needs
+    /// `verificationFloor`, as before: a second full search for nearly every query would cost
+    /// more time for little.
+    static let coarseFloor = 3
     /// Anchor subsampling in the coarse stage: every fourth anchor ranks the hypotheses as well
     /// as every third did, measured on the living-room conditions, in a quarter less time.
     static let coarseAnchorStride = 4
@@ -232,14 +238,25 @@ public final class Matcher {
                 let coarse = search(hypothesis: h, anchorStride: Self.coarseAnchorStride, queryFrames: queryFrames)
                 scored.append((coarse.map(\.inliers).max() ?? 0, h))
             }
-            scored.sort { $0.score != $1.score ? $0.score > $1.score : $0.hypothesis < $1.hypothesis }
             // Stage 3: the best hypotheses with all anchors.
-            for (score, h) in scored.prefix(Self.refinedHypotheses) where score > 0 {
-                found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames, extraInliers: Self.refinedExtraInliers)
+            for (h, weak) in Self.refined(scored) {
+                found += search(hypothesis: h, anchorStride: 1, queryFrames: queryFrames,
+                                extraInliers: weak ? Self.weakRefinedExtraInliers : Self.refinedExtraInliers, peakConfirmation: !weak)
             }
         }
         lastFound = found
         return Self.leading(Self.ranked(found), among: found) { peakCheck($0, queryFrames: queryFrames).score(explained: 0) }
+    }
+
+    /// The hypotheses stage 3 searches fully, best first, from the coarse stage's scores (the most
+    /// aligned anchors of any candidate): the best from `coarseFloor`, the runner-up from
+    /// `verificationFloor`. Ties go to the earlier hypothesis. `weak`: ranked on fewer anchors
+    /// than `verificationFloor` (see `weakRefinedExtraInliers`).
+    static func refined(_ scored: [(score: Int, hypothesis: Int)]) -> [(hypothesis: Int, weak: Bool)] {
+        let ranked = scored.sorted { $0.score != $1.score ? $0.score > $1.score : $0.hypothesis < $1.hypothesis }
+        return ranked.prefix(refinedHypotheses).enumerated()
+            .filter { rank, s in s.score >= (rank == 0 ? coarseFloor : verificationFloor) }
+            .map { ($0.element.hypothesis, $0.element.score < verificationFloor) }
     }
 
     /// The query's peaks against the reference's stored peaks where candidate `c` places them.
@@ -388,6 +405,12 @@ public final class Matcher {
     /// the peak check). Measured: without it, ranking hypotheses by weak coarse evidence found
     /// 2 more chance matches in 2000 negatives; with it, none more, and the same recall.
     static let refinedExtraInliers = 1
+    /// A hypothesis searched fully on weaker coarse evidence (`coarseFloor` up to
+    /// `verificationFloor`) is searched for nearly every query that gets this far, chance matches
+    /// among them: its candidates need one aligned anchor more again, and the reference's peaks
+    /// may not stand in for missing ones. Measured: with the peak check allowed, one more chance
+    /// match in 2300 negatives (MP3, confirmed at the minimum); without it, none.
+    static let weakRefinedExtraInliers = 2
 
     /// The room search (unchanged speed, after a stage 1 that was not decisive): a room's echoes
     /// build each partial up after its note starts, so a peak that survives comes 1–6 frames
@@ -412,21 +435,21 @@ public final class Matcher {
     /// Collects the hits of one hypothesis and verifies its busiest offset bins: candidates with
     /// `evidenceFloor + extraInliers` aligned anchors, or fewer that the reference's peaks
     /// confirm. The coarse stage (`anchorStride` > 1, a quarter of the anchors) only ranks
-    /// hypotheses: there every candidate from `verificationFloor` up counts as it is, since a
-    /// right match shows a quarter of its anchors there.
+    /// hypotheses: there every candidate from `coarseFloor` up counts as it is, since a right
+    /// match shows a quarter of its anchors there.
     /// `peakScore`, when given, is asked of every candidate's peak check (the room search), and
     /// its `extraInliers` are taken off the confidence: they make up for anchors the wider probes
     /// align by chance, so a room candidate at the minimum means what a match at the minimum does.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double, extraInliers: Int = 0,
                         frameTolerance: Float = LandmarkHasher.queryFrameTolerance, beyond inner: Float? = nil,
-                        peakScore: Double? = nil) -> [Candidate] {
+                        peakScore: Double? = nil, peakConfirmation: Bool = true) -> [Candidate] {
         collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance, beyond: inner)
         if inner != nil, hitQueryFrame.count >= Self.maximumHits {
             // At the cap, the kept hits crowd out the wider probes': search afresh, as if alone.
             collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
         }
         let required = evidenceFloor + extraInliers
-        let floor = min(required, Self.verificationFloor)
+        let floor = anchorStride > 1 ? Self.coarseFloor : min(required, Self.verificationFloor)
         // The busiest bins. Most touched bins hold a hit or two: they are turned away by one
         // comparison with the weakest kept, which is looked for again only after a replacement.
         let kept = Self.candidatesPerHypothesis * 3
@@ -465,7 +488,7 @@ public final class Matcher {
             }
             if c.inliers >= required || anchorStride > 1 {
                 candidates.append(c)
-            } else if let confirmed = confirmed(c, queryFrames: queryFrames, check: check) {
+            } else if peakConfirmation, let confirmed = confirmed(c, queryFrames: queryFrames, check: check) {
                 candidates.append(confirmed)
             }
         }

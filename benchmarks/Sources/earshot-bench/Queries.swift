@@ -12,6 +12,8 @@ struct Condition: Sendable {
         case mp3(kbps: Int)
         /// Pitch and tempo together (`Degradations.changeSpeed`), like a PAL speed-up.
         case speed(Double)
+        /// A speed change heard in a noisy room: then white noise at `snr` dB.
+        case speedNoise(Double, snr: Double)
         /// Tempo only, pitch kept (`sox tempo`).
         case tempo(Double)
         case reverbNoise(rt60: Double, snr: Double)
@@ -40,7 +42,7 @@ struct Condition: Sendable {
     /// Source seconds consumed per query second.
     var rate: Double {
         switch transform {
-        case .speed(let f), .tempo(let f): f
+        case .speed(let f), .speedNoise(let f, _), .tempo(let f): f
         default: 1
         }
     }
@@ -51,6 +53,7 @@ struct Condition: Sendable {
     /// True frequency skew (query frequency / reference frequency − 1).
     var pitchSkew: Double {
         if case .speed(let f) = transform { return f - 1 }
+        if case .speedNoise(let f, _) = transform { return f - 1 }
         if case .pitch(let cents) = transform { return pow(2, cents / 1200) - 1 }
         return 0
     }
@@ -102,6 +105,11 @@ struct Condition: Sendable {
         // the position in this list).
         Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
                   transform: .babble(ratio: 0), target: nil),
+        // A film or programme sped up (PAL) or slowed, heard in a noisy room.
+        Condition(key: "speed+4n5", name: "10 s speed +4 % + white noise 5 dB SNR", length: 10,
+                  transform: .speedNoise(1.04, snr: 5), target: nil),
+        Condition(key: "speed-3n5", name: "10 s speed −3 % + white noise 5 dB SNR", length: 10,
+                  transform: .speedNoise(0.97, snr: 5), target: nil),
     ]
 
     /// The living-room conditions (issue 16), also measured at scale.
@@ -203,6 +211,9 @@ final class QueryMaker {
         case .speed(let factor):
             let y = Degradations.changeSpeed(cut(x, from: start, count: span), by: factor)
             return Array(y.prefix(length))
+        case .speedNoise(let factor, let snr):
+            let y = Degradations.changeSpeed(cut(x, from: start, count: span), by: factor)
+            return Degradations.addWhiteNoise(Array(y.prefix(length)), snr: snr, seed: seed)
         case .reverbNoise(let rt60, let snr):
             // The room also rings with what played before the query: reverberate with a 1 s pre-roll.
             let pre = min(start, Int(1.0 * sr))
