@@ -192,7 +192,9 @@ struct CatalogFormatTests {
         let hostile: [(String, (Int) -> UInt32)] = [
             ("past the end", { _ in UInt32.max }),
             ("just past the end", { _ in UInt32(entries + 1) }),
-            ("descending", { i in UInt32(max(0, entries - i)) }),
+            // Buckets of one entry each, all far beyond the arrays: only the bound on a bucket's
+            // end keeps a lookup out.
+            ("short buckets past the end", { i in UInt32.max - UInt32(length / 4) + UInt32(i) }),
             ("random", { _ in UInt32(truncatingIfNeeded: random.next()) }),
         ]
         for (name, value) in hostile {

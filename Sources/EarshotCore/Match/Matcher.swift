@@ -104,7 +104,8 @@ public final class Matcher {
     }
 
     /// Fewest inliers a candidate needs without the peak check (from `verificationFloor` up to
-    /// here it needs the check; one more under a hypothesis the coarse stage chose). The
+    /// here it needs the check; one more under a hypothesis the coarse stage chose, two and no
+    /// check under one it ranked on fewer than `verificationFloor`). The
     /// benchmark's calibration lowers it to see how far chance alignments reach.
     public var evidenceFloor: Int
 
@@ -408,8 +409,9 @@ public final class Matcher {
     /// A hypothesis searched fully on weaker coarse evidence (`coarseFloor` up to
     /// `verificationFloor`) is searched for nearly every query that gets this far, chance matches
     /// among them: its candidates need one aligned anchor more again, and the reference's peaks
-    /// may not stand in for missing ones. Measured: with the peak check allowed, one more chance
-    /// match in 2300 negatives (MP3, confirmed at the minimum); without it, none.
+    /// may not stand in for missing ones. Measured: with the peak check allowed, two more chance
+    /// matches in 2300 negatives (an MP3 one confirmed at the minimum, a sped-up one); without
+    /// it, none.
     static let weakRefinedExtraInliers = 2
 
     /// The room search (unchanged speed, after a stage 1 that was not decisive): a room's echoes
@@ -460,7 +462,8 @@ public final class Matcher {
             a.score != b.score ? a.score > b.score : a.bin < b.bin
         }
         histogram.forEachBin(queryFrames: hitQueryFrame, referenceFrames: hitReferenceFrame) { bin, score in
-            guard score >= floor / 2 else { return }
+            // A bin's score counts its neighbours' hits too: one or two say nothing.
+            guard score >= max(2, floor / 2) else { return }
             if best.count < kept {
                 best.append((score, bin))
                 if best.count == kept { weakest = best.indices.min { ahead(best[$1], best[$0]) }! }
@@ -478,7 +481,9 @@ public final class Matcher {
         gatherHits(near: chosen, queryFrames: queryFrames)
         var candidates: [Candidate] = []
         for k in chosen.indices {
-            guard var c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: floor) else { continue }
+            // Without the peak check, a candidate short of `required` is dropped: not worth fitting.
+            guard var c = verify(hypothesis: h, hits: k, queryFrames: queryFrames, minimumInliers: peakConfirmation ? floor : required)
+            else { continue }
             var check: PeakVerification.Result?
             if let peakScore {
                 let result = peakCheck(c, queryFrames: queryFrames)
