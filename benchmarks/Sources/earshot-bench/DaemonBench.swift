@@ -207,12 +207,12 @@ enum DaemonBenchmark {
             try RpcClient(loop: loop, endpoint: endpoint, configuration: try DaemonProcess.curveConfiguration(state: state, keys: k))
         }
         defer { for c in clients { c.close() } }
-        (r.connectBurst, r.connectFailures) = try timedCalls(clients, calls: 1, from: burstStart) { c in
+        (r.connectBurst, r.connectFailures) = ClientFanOut.timedCalls(clients, calls: 1, from: burstStart) { c in
             _ = try await c.call(Methods.Health.check, Earshot_V1_HealthCheckRequest(), timeout: .seconds(10))
             return true
         }
         if let before = overflowsBefore, let after = ListenQueue.overflows() { r.connectOverflows = after - before }
-        let (latencies, errors) = try timedCalls(clients, calls: 10) { c in
+        let (latencies, errors) = ClientFanOut.timedCalls(clients, calls: 10) { c in
             try await c.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(10)).outcome == .match
         }
         r.concurrent = latencies
@@ -222,34 +222,6 @@ enum DaemonBenchmark {
                    r.connectOverflows.map { String($0) } ?? "unknown"))
         say(String(format: "100 clients × 10 Match: %d errors, p50 %.2f ms, p99 %.2f ms", r.concurrentErrors,
                    Stats.percentile(r.concurrent, 50) ?? -1, Stats.percentile(r.concurrent, 99) ?? -1))
-    }
-
-    /// Every client makes `calls` calls one after another, all clients at once; returns the
-    /// latencies of the calls that succeeded (from `origin` when given, else from each call's
-    /// start) and how many failed or returned false.
-    private static func timedCalls(_ clients: [RpcClient], calls: Int, from origin: Double? = nil,
-                                   _ call: @escaping @Sendable (RpcClient) async throws -> Bool) throws -> (latencies: [Double], errors: Int) {
-        let latencies = SharedList()
-        let errors = SharedCounter()
-        let group = DispatchGroup()
-        for c in clients {
-            group.enter()
-            Task.detached { @Sendable in
-                defer { group.leave() }
-                for _ in 0..<calls {
-                    let t = origin ?? Clock.now()
-                    do {
-                        let ok = try await call(c)
-                        latencies.append((Clock.now() - t) * 1000)
-                        if !ok { errors.add() }
-                    } catch {
-                        errors.add()
-                    }
-                }
-            }
-        }
-        group.wait()
-        return (latencies.all, errors.count)
     }
 }
 

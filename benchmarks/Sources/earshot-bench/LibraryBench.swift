@@ -260,17 +260,11 @@ enum LibraryBenchmark {
         defer { for c in connections { c.close() } }
         let perClient = addsPerClient
         // Every handshake first.
-        let warm = DispatchGroup()
-        let warmErrors = SharedCounter()
-        for c in connections {
-            warm.enter()
-            Task.detached { @Sendable in
-                defer { warm.leave() }
-                do { _ = try await c.call(Methods.Health.check, Earshot_V1_HealthCheckRequest(), timeout: .seconds(30)) } catch { warmErrors.add() }
-            }
+        let (_, unreached) = ClientFanOut.timedCalls(connections, calls: 1) { c in
+            _ = try await c.call(Methods.Health.check, Earshot_V1_HealthCheckRequest(), timeout: .seconds(30))
+            return true
         }
-        warm.wait()
-        if warmErrors.count > 0 { throw BenchError("\(warmErrors.count) of \(connections.count) clients could not reach the daemon") }
+        if unreached > 0 { throw BenchError("\(unreached) of \(connections.count) clients could not reach the daemon") }
 
         let acknowledged = Locked<[[String]]>(Array(repeating: [], count: connections.count))
         let latencies = SharedList()
