@@ -33,7 +33,7 @@ struct NegativeKind {
         case .heldOut:
             return (p.heldOutFiles + p.syntheticNegatives).map { p.recordings[$0] }
         case .speech:
-            guard let speech = maker.speech else { return [] }
+            guard let speech = maker.speech?.conversation else { return [] }
             return [Recording(id: "speech", samples: speech, inCatalog: false)]
         case .noise:
             let count = Int(60 * FingerprintParameters.sampleRate)

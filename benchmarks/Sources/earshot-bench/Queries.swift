@@ -20,8 +20,9 @@ struct Condition: Sendable {
         /// Pink or brown noise at `snr` dB (negative: louder than the programme).
         case coloredNoise(Degradations.NoiseColor, snr: Double)
         /// People talking over the programme (`SpeechPool`), their active level `ratio` dB
-        /// relative to the programme's (0: as loud as the TV; +5: louder).
-        case speech(ratio: Double)
+        /// relative to the programme's (0: as loud as the TV; +5: louder); as a conversation,
+        /// with pauses between turns, or without any (`SpeechPool.Talk.continuous`).
+        case speech(ratio: Double, pauses: Bool = true)
         /// Two people talking at once, over each other's pauses (babble): two cuts of the
         /// `SpeechPool` summed, their joint active level `ratio` dB relative to the programme's.
         case babble(ratio: Double)
@@ -110,6 +111,12 @@ struct Condition: Sendable {
                   transform: .speedNoise(1.04, snr: 5), target: nil),
         Condition(key: "speed-3n5", name: "10 s speed −3 % + white noise 5 dB SNR", length: 10,
                   transform: .speedNoise(0.97, snr: 5), target: nil),
+        // Talk that never pauses (a phone call, a talk show): in a conversation the programme
+        // is heard clearly between turns, which carries a match on its own.
+        Condition(key: "speech0-nopause", name: "10 s + people talking without pauses, as loud as the TV (0 dB)", length: 10,
+                  transform: .speech(ratio: 0, pauses: false), target: 80),
+        Condition(key: "speech+5-nopause", name: "10 s + people talking without pauses, 5 dB louder than the TV", length: 10,
+                  transform: .speech(ratio: 5, pauses: false), target: nil),
     ]
 
     /// The living-room conditions (issue 16), also measured at scale.
@@ -166,8 +173,8 @@ final class QueryMaker {
     let lame = Shell.which("lame")
     let sox = Shell.which("sox")
     let sampleRate = FingerprintParameters.sampleRate
-    /// Conversation to talk over the programme with (`SpeechPool`); nil: speech conditions skip.
-    var speech: [Float]?
+    /// Talk to play over the programme (`SpeechPool`); nil: speech conditions skip.
+    var speech: SpeechPool.Talk?
     /// Music that may play over the programme: held-out files (never the query's own).
     var interferers: [Recording] = []
 
@@ -222,14 +229,16 @@ final class QueryMaker {
             return Degradations.addWhiteNoise(Array(wet[pre...]), snr: snr, seed: seed &+ 1)
         case .coloredNoise(let color, let snr):
             return Degradations.addNoise(cut(x, from: start, count: length), color: color, snr: snr, seed: seed)
-        case .speech(let ratio):
-            guard let speech, speech.count > length else { throw BenchError("no speech pool") }
+        case .speech(let ratio, let pauses):
+            guard let talkPool = speech, case let speech = pauses ? talkPool.conversation : talkPool.continuous,
+                  speech.count > length
+            else { throw BenchError("no speech pool") }
             var rng = SeededRandom(seed: deriveSeed(seed, 0x7A1C))
             let talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
             return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
                                     interferencePower: Degradations.activePower(talk, sampleRate: sr))
         case .babble(let ratio):
-            guard let speech, speech.count > length else { throw BenchError("no speech pool") }
+            guard let speech = speech?.conversation, speech.count > length else { throw BenchError("no speech pool") }
             var rng = SeededRandom(seed: deriveSeed(seed, 0xBAB1))
             var talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
             let other = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)

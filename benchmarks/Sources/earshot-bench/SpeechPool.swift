@@ -10,6 +10,14 @@ import Foundation
 /// as a pool the speech conditions cut their interference from. Made once per seed into the
 /// cache folder. Synthetic speech is cleaner than people are: real talk may do more harm.
 enum SpeechPool {
+    /// The same sentences two ways: as a conversation (each turn followed by a pause), and
+    /// without the pauses or the silence a synthesiser leaves around a sentence (a phone call or
+    /// a talk show in the room: the programme never gets a clear moment).
+    struct Talk {
+        var conversation: [Float]
+        var continuous: [Float]
+    }
+
     enum Voice {
         case espeak(String)
         /// A Festival voice, by the Scheme call that selects it.
@@ -52,13 +60,14 @@ enum SpeechPool {
     ]
 
     /// About `seconds` of conversation at the analysis rate; nil when espeak-ng is missing.
-    static func make(cacheDirectory: String, seconds: Double = 240, seed: UInt64) throws -> [Float]? {
+    static func make(cacheDirectory: String, seconds: Double = 240, seed: UInt64) throws -> Talk? {
         guard let espeak = Shell.which("espeak-ng"), let text2wave = Shell.which("text2wave") else { return nil }
         let folder = "\(cacheDirectory)/speech"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let sr = FingerprintParameters.sampleRate
         var rng = SeededRandom(seed: deriveSeed(seed, 0x5EEC))
         var pool: [Float] = []
+        var continuous: [Float] = []
         var n = 0
         while Double(pool.count) < seconds * sr {
             let voice = voices[Int(rng.next() % UInt64(voices.count))]
@@ -79,10 +88,21 @@ enum SpeechPool {
                 guard r.status == 0 else { throw BenchError("speech synthesis failed: \(r.error)") }
             }
             let buffer = try AudioFileDecoder.decode(path: path)
-            pool += try AudioConversion.monoSamples(from: buffer, at: sr)
+            let turn = try AudioConversion.monoSamples(from: buffer, at: sr)
+            pool += turn
+            continuous += trimmed(turn)
             // A pause between turns: a breath to a couple of seconds.
             pool += [Float](repeating: 0, count: Int((0.2 + 1.8 * rng.unit()) * sr))
         }
-        return pool
+        return Talk(conversation: pool, continuous: continuous)
+    }
+
+    /// `turn` without the near-silence (60 dB below its loudest sample) at either end.
+    static func trimmed(_ turn: [Float]) -> ArraySlice<Float> {
+        let loudest = turn.map(abs).max() ?? 0
+        guard loudest > 0, let first = turn.firstIndex(where: { abs($0) > loudest * 1e-3 }),
+              let last = turn.lastIndex(where: { abs($0) > loudest * 1e-3 })
+        else { return [] }
+        return turn[first...last]
     }
 }
