@@ -230,11 +230,10 @@ final class QueryMaker {
         case .coloredNoise(let color, let snr):
             return Degradations.addNoise(cut(x, from: start, count: length), color: color, snr: snr, seed: seed)
         case .speech(let ratio, let pauses):
-            guard let talkPool = speech, case let speech = pauses ? talkPool.conversation : talkPool.continuous,
-                  speech.count > length
+            guard let pool = pauses ? speech?.conversation : speech?.continuous, pool.count > length
             else { throw BenchError("no speech pool") }
             var rng = SeededRandom(seed: deriveSeed(seed, 0x7A1C))
-            let talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+            let talk = cut(pool, from: Int(rng.next() % UInt64(pool.count - length)), count: length)
             return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
                                     interferencePower: Degradations.activePower(talk, sampleRate: sr))
         case .babble(let ratio):

@@ -99,7 +99,7 @@ enum SpeechPool {
 
     /// `turn` without the near-silence (60 dB below its loudest sample) at either end.
     static func trimmed(_ turn: [Float]) -> ArraySlice<Float> {
-        let loudest = turn.map(abs).max() ?? 0
+        let loudest = turn.reduce(0) { max($0, abs($1)) }
         guard loudest > 0, let first = turn.firstIndex(where: { abs($0) > loudest * 1e-3 }),
               let last = turn.lastIndex(where: { abs($0) > loudest * 1e-3 })
         else { return [] }
