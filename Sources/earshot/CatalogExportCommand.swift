@@ -12,7 +12,9 @@ struct CatalogExportCommand: ParsableCommand {
         discussion: """
             Writes one signature per reference, DIR/NNN-<first item id>.earsig (NNN is the \
             reference index), and DIR/media-items.csv naming those files, so that `catalog \
-            create` rebuilds the same catalog, and `catalog update` takes the edited CSV back.
+            create` rebuilds the same catalog (one this version made: an older catalog is \
+            indexed again with fewer entries; rebuild it from audio), and `catalog update` \
+            takes the edited CSV back.
 
             Example:
               earshot catalog export -c show.earcat -o show/

@@ -60,7 +60,7 @@ struct PeakSelectionTests {
         let reference = try Signature(duration: programme.duration, peaks: programme.peaks.map {
             $0.bin >= highBand ? Peak(time: $0.time, bin: $0.bin, magnitude: $0.magnitude - 8) : $0
         })
-        let strongestOnly = PeakSelection.select(reference.peaks, PeakSelection.Rule(perSecond: 7, perBandPerSecond: 0))
+        let strongestOnly = PeakSelection.select(reference.peaks, PeakSelection.Rule(perSecond: PeakSelection.reference.perSecond, perBandPerSecond: 0))
         let shipped = PeakSelection.select(reference.peaks, PeakSelection.reference)
         #expect(strongestOnly.filter { $0.bin >= highBand }.count * 20 < shipped.filter { $0.bin >= highBand }.count)
         var catalog = CustomCatalog()

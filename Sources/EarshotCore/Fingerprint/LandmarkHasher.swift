@@ -17,8 +17,12 @@ public enum LandmarkHasher {
     public static let minimumBinDelta = 2
     /// Largest frequency difference between paired peaks, in bins (~1 kHz).
     public static let maximumBinDelta = 63
-    /// Targets per anchor when indexing references (keeps the catalog ≤ 1 MB per hour).
-    public static let referenceFanOut = 3
+    /// Targets per anchor when indexing references. The catalog's budget (≤ 1 MB per hour) buys
+    /// either more pairs per anchor or more anchors: a noisy room leaves few peaks, and a landmark
+    /// needs both of its own, so more anchors with two targets each find more than fewer with
+    /// three (benchmarks/RESULTS.md, "The living room", stop 31: rooms and pink noise +2 to +6
+    /// points, other music +4, at 0.98 MB per hour).
+    public static let referenceFanOut = 2
     /// Targets per anchor for queries: more than references, so a reference pair is found even
     /// when noise adds peaks between its two ends.
     public static let queryFanOut = 8

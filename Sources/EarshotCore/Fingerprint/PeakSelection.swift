@@ -13,8 +13,9 @@
 /// when noise reorders the ranking. Selecting again from a selection keeps every peak: a kept
 /// peak only loses rivals.
 ///
-/// Measured in benchmarks/RESULTS.md ("Peak selection"): the strongest 10 per second alone,
-/// against the 7 strongest plus 4 per band, at the same catalog size budget.
+/// Measured in benchmarks/RESULTS.md ("The living room"): the strongest 10 per second alone,
+/// against the 7 strongest plus 4 per band (stop 24), then 8 + 5 with two targets per anchor
+/// against 7 + 4 with three (stop 31), each at the catalog's size budget.
 public enum PeakSelection {
     /// How many peaks a ranking keeps, per second of audio.
     public struct Rule: Sendable, Equatable {
@@ -29,8 +30,9 @@ public enum PeakSelection {
         }
     }
 
-    /// References: about 14 peaks per second of music kept, 0.94 MB of catalog per hour.
-    public static let reference = Rule(perSecond: 7, perBandPerSecond: 4)
+    /// References: about 16 peaks per second of music kept, each the anchor of two landmarks
+    /// (`LandmarkHasher.referenceFanOut`): 0.98 MB of catalog per hour.
+    public static let reference = Rule(perSecond: 8, perBandPerSecond: 5)
     /// Queries.
     public static let query = Rule(perSecond: 20, perBandPerSecond: 8)
     /// Width of the ranking window, in seconds.

@@ -440,8 +440,9 @@ enum Report {
             s += "| `\(kind)` | \(cell(a)) | \(cell(b)) |\n"
         }
         s += "| shared audio found (not counted above) | \(a?.shared ?? 0) | \(b?.shared ?? 0) |\n"
-        // The rows above count aligned anchors alone; the product also takes a candidate with 5 to
-        // 8 that the reference's own peaks confirm (`PeakVerification`).
+        // The rows above count aligned anchors alone; the product also takes a candidate with fewer
+        // than the minimum, from `Matcher.verificationFloor`, that the reference's own peaks confirm
+        // (`PeakVerification`).
         let x = r.shippedSmall, y = r.shippedLarge
         s += "\nThe shipped search (`Matcher.match`: the minimum, or a candidate with fewer anchors, from \(Matcher.verificationFloor), "
         s += "that the reference's stored peaks confirm), on the same queries:\n\n"
