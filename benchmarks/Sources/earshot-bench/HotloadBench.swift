@@ -153,9 +153,10 @@ enum HotloadBenchmark {
             let f = p.corpus.files[i]
             references.append((p.signatures[k], MediaItem(id: f.id, title: f.name)))
         }
-        // 0.97 MB per hour is what the scale catalog measures since stop 31 of issue 16 (filler and
-        // corpus alike; 0.8 before), so the big catalog stays near targetMB.
-        let hours = targetMB / 0.97
+        // Filler indexes as densely as the corpus (the scale benchmark measures both alike), so the
+        // corpus catalog's bytes per hour size the big one near targetMB under any index.
+        let swapA = [UInt8](try Data(contentsOf: URL(fileURLWithPath: p.catalogPath)))
+        let hours = targetMB * Double(1 << 20) / (Double(swapA.count) / (p.catalogDuration / 3600))
         var fillerSeconds = max(0, hours * 3600 - p.catalogDuration)
         var rng = SeededRandom(seed: deriveSeed(options.seed, 0x407))
         var index = 0
@@ -182,7 +183,6 @@ enum HotloadBenchmark {
             r.partHours.append(part.hours)
         }
         references = []
-        let swapA = [UInt8](try Data(contentsOf: URL(fileURLWithPath: p.catalogPath)))
         let swapB = try encode(p.catalogFiles.enumerated().reversed().map { k, i in
             (p.signatures[k], MediaItem(id: p.corpus.files[i].id, title: p.corpus.files[i].name))
         }).bytes
