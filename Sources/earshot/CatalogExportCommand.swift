@@ -12,9 +12,11 @@ struct CatalogExportCommand: ParsableCommand {
         discussion: """
             Writes one signature per reference, DIR/NNN-<first item id>.earsig (NNN is the \
             reference index), and DIR/media-items.csv naming those files, so that `catalog \
-            create` rebuilds the same catalog (one this version made: an older catalog is \
-            indexed again with fewer entries; rebuild it from audio), and `catalog update` \
-            takes the edited CSV back.
+            create` rebuilds the same catalog, and `catalog update` takes the edited CSV back. \
+            A catalog an earlier release made comes back from `create` indexed as this release \
+            indexes (two targets per peak, fewer entries than it had); `catalog update`, \
+            `add`, `remove` and `merge` keep each reference's index as it was built, and a \
+            rebuild from audio gains this release's choice of peaks.
 
             Example:
               earshot catalog export -c show.earcat -o show/

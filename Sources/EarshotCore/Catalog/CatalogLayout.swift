@@ -28,6 +28,10 @@ enum CatalogLayout {
     /// Reference timelines are laid end to end on one global frame axis; a gap keeps a pair
     /// from spanning two references.
     static let referenceGapFrames = 64
+    /// Targets per peak a reference record may give (its last field; `CatalogReference.landmarkFanOut`).
+    static let landmarkFanOuts = 1...16
+    /// What a record's 0 there stands for: files written before the field was, all indexed with 3.
+    static let unrecordedLandmarkFanOut = 3
     /// Postings hold a frame in 28 bits (the low 4 bits are the fine anchor frequency).
     static let maximumTimelineFrames = 1 << 28
     static var maximumDuration: Double { Double(maximumTimelineFrames) * FingerprintParameters.hopDuration }

@@ -8,7 +8,7 @@ enum CatalogWriter {
     static func encode(_ catalog: CustomCatalog) throws(EarshotError) -> [UInt8] {
         // 1. Postings: (key, frame << 4 | fine) for every reference landmark, on the global timeline.
         var postings = [UInt64]()
-        postings.reserveCapacity(catalog.references.reduce(0) { $0 + $1.signature.peaks.count * LandmarkHasher.referenceFanOut })
+        postings.reserveCapacity(catalog.references.reduce(0) { $0 + $1.signature.peaks.count * $1.landmarkFanOut })
         var records = ByteWriter()
         var peaks = ByteWriter()
         var metadata = ByteWriter()
@@ -16,7 +16,7 @@ enum CatalogWriter {
         for reference in catalog.references {
             let frames = CatalogLayout.frameCount(for: reference.signature.duration)
             reference.signature.peaks.withUnsafeBufferPointer { p in
-                LandmarkHasher.forEachLandmark(p, fanOut: LandmarkHasher.referenceFanOut) { lm, _ in
+                LandmarkHasher.forEachLandmark(p, fanOut: reference.landmarkFanOut) { lm, _ in
                     let frame = max(0, min(frames - 1, Int(lm.frame)))
                     let value = UInt32(start + frame) << 4 | UInt32(lm.fineBin)
                     postings.append(UInt64(lm.key) << 32 | UInt64(value))
@@ -33,7 +33,7 @@ enum CatalogWriter {
             records.append(UInt32(PeakCoding.recordCount(reference.signature.peaks)))
             records.append(UInt32(metadata.bytes.count))
             records.append(UInt32(json.count))
-            records.append(UInt32(0))
+            records.append(UInt32(reference.landmarkFanOut))
             PeakCoding.encode(reference.signature.peaks, into: &peaks)
             metadata.append(bytes: [UInt8](json))
             start += frames + CatalogLayout.referenceGapFrames

@@ -4,11 +4,20 @@ public struct CatalogReference: Sendable, Equatable {
     public var mediaItems: [MediaItem]
     /// The events on its timeline, in timeline order.
     public var cues: [Cue]
+    /// Targets each of its peaks is paired with in the index: what it was built with
+    /// (`LandmarkHasher.referenceFanOut` for a reference added now), kept through edits and
+    /// merges so rewriting a catalog keeps every landmark it had.
+    public internal(set) var landmarkFanOut: Int
 
     public init(signature: Signature, mediaItems: [MediaItem], cues: [Cue] = []) {
+        self.init(signature: signature, mediaItems: mediaItems, cues: cues, landmarkFanOut: LandmarkHasher.referenceFanOut)
+    }
+
+    init(signature: Signature, mediaItems: [MediaItem], cues: [Cue], landmarkFanOut: Int) {
         self.signature = signature
         self.mediaItems = mediaItems
         self.cues = cues
+        self.landmarkFanOut = landmarkFanOut
     }
 }
 
@@ -33,19 +42,29 @@ public struct CustomCatalog: Sendable, Equatable {
     /// timeline.
     public mutating func addReferenceSignature(_ signature: Signature, representing mediaItems: [MediaItem],
                                                cues: [Cue] = []) throws(EarshotError) {
-        guard !mediaItems.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
-        for item in mediaItems { try item.validate() }
-        let schedule = try CueSchedule(cues, referenceDuration: signature.duration)
-        let frames = CatalogLayout.frameCount(for: signature.duration) + CatalogLayout.referenceGapFrames
+        // A catalog keeps only the strongest peaks, overall and per band: they are the ones that
+        // survive a room, and fewer peaks keep the catalog small.
+        let kept = try Signature(duration: signature.duration,
+                                 peaks: PeakSelection.select(signature.peaks, PeakSelection.reference))
+        try add(CatalogReference(signature: kept, mediaItems: mediaItems, cues: cues))
+    }
+
+    /// Adds a reference as it is: its peaks (already a catalog's selection) and the index it was
+    /// built with, so a merged or edited catalog keeps every landmark its references had.
+    mutating func add(_ reference: CatalogReference) throws(EarshotError) {
+        guard !reference.mediaItems.isEmpty else { throw .catalogInvalid("a reference signature needs at least one media item") }
+        for item in reference.mediaItems { try item.validate() }
+        let fanOuts = CatalogLayout.landmarkFanOuts
+        guard fanOuts.contains(reference.landmarkFanOut) else {
+            throw .catalogInvalid("a reference's index pairs each peak with \(fanOuts.lowerBound)–\(fanOuts.upperBound) others, not \(reference.landmarkFanOut)")
+        }
+        var reference = reference
+        reference.cues = try CueSchedule(reference.cues, referenceDuration: reference.signature.duration).cues
+        let frames = CatalogLayout.frameCount(for: reference.signature.duration) + CatalogLayout.referenceGapFrames
         guard CatalogLayout.timelineFrames(of: references) + frames <= CatalogLayout.maximumTimelineFrames else {
             throw .catalogInvalid("catalog would exceed \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
         }
-        // A catalog keeps only the strongest peaks, overall and per band: they are the ones that
-        // survive a room, and fewer peaks keep the catalog small. Selecting again from a selection
-        // changes nothing.
-        let kept = try Signature(duration: signature.duration,
-                                 peaks: PeakSelection.select(signature.peaks, PeakSelection.reference))
-        references.append(CatalogReference(signature: kept, mediaItems: mediaItems, cues: schedule.cues))
+        references.append(reference)
     }
 
     /// Adds every reference of `other` (`SHCustomCatalog.add(from:)`). The query limits become
@@ -53,7 +72,7 @@ public struct CustomCatalog: Sendable, Equatable {
     /// All or nothing: if any reference cannot be added, the catalog is left as it was.
     public mutating func merge(_ other: CustomCatalog) throws(EarshotError) {
         var merged = self
-        for r in other.references { try merged.addReferenceSignature(r.signature, representing: r.mediaItems, cues: r.cues) }
+        for r in other.references { try merged.add(r) }
         merged.minimumQuerySignatureDuration = min(minimumQuerySignatureDuration, other.minimumQuerySignatureDuration)
         merged.maximumQuerySignatureDuration = max(maximumQuerySignatureDuration, other.maximumQuerySignatureDuration)
         self = merged
@@ -116,7 +135,8 @@ public struct CustomCatalog: Sendable, Equatable {
         for i in 0..<mapped.referenceCount {
             references.append(CatalogReference(signature: try mapped.signature(ofReference: i),
                                                mediaItems: mapped.mediaItems(ofReference: i),
-                                               cues: mapped.cues(ofReference: i).cues))
+                                               cues: mapped.cues(ofReference: i).cues,
+                                               landmarkFanOut: mapped.references[i].landmarkFanOut))
         }
     }
 }

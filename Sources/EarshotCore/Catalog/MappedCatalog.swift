@@ -29,6 +29,9 @@ public final class MappedCatalog: @unchecked Sendable {
         let peakRecordCount: Int
         let metadataOffset: Int
         let metadataLength: Int
+        /// Targets each of its stored peaks is paired with in the index (what an edit re-indexes
+        /// it with).
+        public let landmarkFanOut: Int
     }
 
     private let storage: any CatalogImage
@@ -199,7 +202,11 @@ public final class MappedCatalog: @unchecked Sendable {
             let peakRecordCount = Int(try rr.read(UInt32.self, "peak record count"))
             let metaOffset = Int(try rr.read(UInt32.self, "metadata offset"))
             let metaLength = Int(try rr.read(UInt32.self, "metadata length"))
-            _ = try rr.read(UInt32.self, "reserved")
+            let recordedFanOut = Int(try rr.read(UInt32.self, "landmark fan-out"))
+            let fanOut = recordedFanOut == 0 ? CatalogLayout.unrecordedLandmarkFanOut : recordedFanOut
+            guard CatalogLayout.landmarkFanOuts.contains(fanOut) else {
+                throw .catalogInvalid("reference \(i) record is inconsistent (landmark fan-out \(recordedFanOut))")
+            }
             guard start >= previousEnd, frames > 0, start + frames <= Int(timeline), duration.isFinite, duration > 0,
                 peaksOffset <= UInt64(peaks.count),
                 UInt64(peakRecordCount) * UInt64(PeakCoding.recordSize) <= UInt64(peaks.count) - peaksOffset,
@@ -207,7 +214,8 @@ public final class MappedCatalog: @unchecked Sendable {
             else { throw .catalogInvalid("reference \(i) record is inconsistent") }
             previousEnd = start + frames
             refs.append(Reference(startFrame: start, frameCount: frames, duration: duration, peaksOffset: Int(peaksOffset),
-                                  peakRecordCount: peakRecordCount, metadataOffset: metaOffset, metadataLength: metaLength))
+                                  peakRecordCount: peakRecordCount, metadataOffset: metaOffset, metadataLength: metaLength,
+                                  landmarkFanOut: fanOut))
         }
         references = refs
         referenceStarts = refs.map(\.startFrame)
