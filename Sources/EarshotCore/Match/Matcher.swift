@@ -568,15 +568,26 @@ public final class Matcher {
             hitSource = sources
         }
         let histogram = self.histogram
-        for l in first..<keys.count {
-            guard queryFrames.count < Self.maximumHits else { break }
-            let queryFrame = frames[l], source = UInt32(l) << 4
-            catalog.forEachPosting(of: keys[l]) { value in
-                let frame = Int32(value >> 4)
-                guard histogram.bin(ofOffset: Int(frame) - Int(queryFrame)) != nil else { return }
-                queryFrames.append(queryFrame)
-                referenceFrames.append(frame)
-                sources.append(source | value & 15)
+        // A key's hits go to scratch on the stack first and join the arrays in one append each:
+        // an append per hit paid a uniqueness check and a capacity check per array.
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keyFrames in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keySources in
+                for l in first..<keys.count {
+                    guard queryFrames.count < Self.maximumHits else { break }
+                    let queryFrame = frames[l], source = UInt32(l) << 4
+                    var found = 0
+                    catalog.forEachPosting(of: keys[l]) { value in
+                        let frame = Int32(value >> 4)
+                        guard found < keyFrames.count, histogram.bin(ofOffset: Int(frame) - Int(queryFrame)) != nil else { return }
+                        keyFrames[found] = frame
+                        keySources[found] = source | value & 15
+                        found += 1
+                    }
+                    guard found > 0 else { continue }
+                    queryFrames.append(contentsOf: repeatElement(queryFrame, count: found))
+                    referenceFrames.append(contentsOf: UnsafeBufferPointer(rebasing: keyFrames[0..<found]))
+                    sources.append(contentsOf: UnsafeBufferPointer(rebasing: keySources[0..<found]))
+                }
             }
         }
     }
