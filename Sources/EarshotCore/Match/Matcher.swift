@@ -137,6 +137,11 @@ public final class Matcher {
     private var landmarkKey: [UInt32] = []
     private var landmarkFrame: [Int32] = []
     private var landmarkQueryBin: [Float] = []
+    /// Keys whose postings are brought into cache together (`MappedCatalog.warmPostings`) just
+    /// before they are read. All of a search's keys at once (thousands at 100 h) had their first
+    /// lines evicted again before they were read; 128–512 keys keep enough reads in flight and
+    /// stay in cache. Scale, 100 h, alternated: match p50 / p99 about 22 / 78 → 20 / 71 ms.
+    static let warmChunk = 256
     /// What `MappedCatalog.warmPostings` read, kept so its reads are not optimised away.
     private var warmth: UInt32 = 0
     /// What the hits and landmarks held now were collected for (what `beyond` widens).
@@ -529,8 +534,8 @@ public final class Matcher {
     private func collectHits(hypothesis h: Int, anchorStride: Int, frameTolerance: Float = LandmarkHasher.queryFrameTolerance,
                              beyond inner: Float? = nil) {
         // The hypothesis's landmarks first, then their postings: the catalog's lookups are
-        // independent of each other, so `warmPostings` brings them into cache all at once
-        // instead of one cache miss after another (see `MappedCatalog.warmPostings`).
+        // independent of each other, so `warmPostings` brings them into cache `warmChunk` keys at
+        // a time instead of one cache miss after another (see `MappedCatalog.warmPostings`).
         let extending = inner != nil
         precondition(!extending || lastCollection == Collection(hypothesis: h, anchorStride: anchorStride, frameTolerance: inner!),
                      "a search widens only the one just made")
@@ -555,7 +560,6 @@ public final class Matcher {
             }
         }
         let catalog = self.catalog
-        warmth &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[first...])) }
 
         // The loop works on locals moved out of the matcher (and back after): mutating stored
         // properties from inside closures costs a dynamic exclusivity check per access.
@@ -568,12 +572,18 @@ public final class Matcher {
             hitSource = sources
         }
         let histogram = self.histogram
+        var warm: UInt32 = 0
+        defer { warmth &+= warm }
         // A key's hits go to scratch on the stack first and join the arrays in one append each:
         // an append per hit paid a uniqueness check and a capacity check per array.
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keyFrames in
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keySources in
                 for l in first..<keys.count {
                     guard queryFrames.count < Self.maximumHits else { break }
+                    if (l - first) % Self.warmChunk == 0 {
+                        let end = min(keys.count, l + Self.warmChunk)
+                        warm &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[l..<end])) }
+                    }
                     let queryFrame = frames[l], source = UInt32(l) << 4
                     var found = 0
                     catalog.forEachPosting(of: keys[l]) { value in
