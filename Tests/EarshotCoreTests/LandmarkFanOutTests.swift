@@ -77,7 +77,7 @@ struct LandmarkFanOutTests {
         #expect(merged.references.map(\.signature) == original.references.map(\.signature) + fresh.references.map(\.signature))
     }
 
-    @Test func aFanOutNoReleaseWritesIsRefused() throws {
+    @Test func aFanOutOutsideOneToSixteenIsRefused() throws {
         let bytes = try SyntheticCatalog.make().dataRepresentation()
         for value: UInt32 in [17, 0xFFFF_FFFF] {
             #expect(throws: EarshotError.catalogInvalid("reference 2 record is inconsistent (landmark fan-out \(value))")) {

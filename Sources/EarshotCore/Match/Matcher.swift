@@ -142,6 +142,9 @@ public final class Matcher {
     /// lines evicted again before they were read; 128–512 keys keep enough reads in flight and
     /// stay in cache. Scale, 100 h, alternated: match p50 / p99 about 22 / 78 → 20 / 71 ms.
     static let warmChunk = 256
+    /// One key's hits before they join the hit arrays (`collectHits`): made once, with the matcher.
+    private let keyFrames = UnsafeMutableBufferPointer<Int32>.allocate(capacity: MappedCatalog.maximumPostingsPerKey)
+    private let keySources = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: MappedCatalog.maximumPostingsPerKey)
     /// What `MappedCatalog.warmPostings` read, kept so its reads are not optimised away.
     private var warmth: UInt32 = 0
     /// What the hits and landmarks held now were collected for (what `beyond` widens).
@@ -162,6 +165,11 @@ public final class Matcher {
         evidenceFloor = requiredInliers
         let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
         histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
+    }
+
+    deinit {
+        keyFrames.deallocate()
+        keySources.deallocate()
     }
 
     /// How far (seconds) a query may pass its catalog's duration limits: window lengths are
@@ -574,31 +582,28 @@ public final class Matcher {
         let histogram = self.histogram
         var warm: UInt32 = 0
         defer { warmth &+= warm }
-        // A key's hits go to scratch on the stack first and join the arrays in one append each:
-        // an append per hit paid a uniqueness check and a capacity check per array.
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keyFrames in
-            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: MappedCatalog.maximumPostingsPerKey) { keySources in
-                for l in first..<keys.count {
-                    guard queryFrames.count < Self.maximumHits else { break }
-                    if (l - first) % Self.warmChunk == 0 {
-                        let end = min(keys.count, l + Self.warmChunk)
-                        warm &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[l..<end])) }
-                    }
-                    let queryFrame = frames[l], source = UInt32(l) << 4
-                    var found = 0
-                    catalog.forEachPosting(of: keys[l]) { value in
-                        let frame = Int32(value >> 4)
-                        guard found < keyFrames.count, histogram.bin(ofOffset: Int(frame) - Int(queryFrame)) != nil else { return }
-                        keyFrames[found] = frame
-                        keySources[found] = source | value & 15
-                        found += 1
-                    }
-                    guard found > 0 else { continue }
-                    queryFrames.append(contentsOf: repeatElement(queryFrame, count: found))
-                    referenceFrames.append(contentsOf: UnsafeBufferPointer(rebasing: keyFrames[0..<found]))
-                    sources.append(contentsOf: UnsafeBufferPointer(rebasing: keySources[0..<found]))
-                }
+        // A key's hits go to scratch first and join the arrays in one append each: an append per
+        // hit paid a uniqueness check and a capacity check per array.
+        let keyFrames = self.keyFrames, keySources = self.keySources
+        for l in first..<keys.count {
+            guard queryFrames.count < Self.maximumHits else { break }
+            if (l - first) % Self.warmChunk == 0 {
+                let end = min(keys.count, l + Self.warmChunk)
+                warm &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[l..<end])) }
             }
+            let queryFrame = frames[l], source = UInt32(l) << 4
+            var found = 0
+            catalog.forEachPosting(of: keys[l]) { value in
+                let frame = Int32(value >> 4)
+                guard found < keyFrames.count, histogram.bin(ofOffset: Int(frame) - Int(queryFrame)) != nil else { return }
+                keyFrames[found] = frame
+                keySources[found] = source | value & 15
+                found += 1
+            }
+            guard found > 0 else { continue }
+            queryFrames.append(contentsOf: repeatElement(queryFrame, count: found))
+            referenceFrames.append(contentsOf: UnsafeBufferPointer(rebasing: keyFrames[0..<found]))
+            sources.append(contentsOf: UnsafeBufferPointer(rebasing: keySources[0..<found]))
         }
     }
 
