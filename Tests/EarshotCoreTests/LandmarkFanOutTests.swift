@@ -3,8 +3,8 @@ import EarshotTestSupport
 import Testing
 
 /// Each reference record says how many targets its peaks are paired with in the index, so a
-/// catalog built by an earlier release (three; the field then always 0) keeps its index through
-/// edits and merges instead of being re-indexed with fewer landmarks.
+/// catalog built before the field was (its 0 there; 3 targets in releases, 2 in some development
+/// builds, told apart by the entry count) keeps its index through edits and merges.
 struct LandmarkFanOutTests {
     /// The landmarks `peaks` make with `fanOut` targets per anchor: the postings they index.
     static func landmarks(_ reference: CatalogReference, fanOut: Int) -> Int {
@@ -31,11 +31,12 @@ struct LandmarkFanOutTests {
         return bytes
     }
 
-    /// A catalog as an earlier release wrote it: references paired with 3 targets, the field 0.
-    static func earlierRelease() throws -> (catalog: CustomCatalog, bytes: [UInt8]) {
+    /// A catalog as an earlier build wrote it: references paired with `fanOut` targets (3 in every
+    /// release, 2 in development builds just before the field), the field 0.
+    static func earlierBuild(fanOut: Int) throws -> (catalog: CustomCatalog, bytes: [UInt8]) {
         var catalog = CustomCatalog()
         for r in try SyntheticCatalog.make().references {
-            try catalog.add(CatalogReference(signature: r.signature, mediaItems: r.mediaItems, cues: r.cues, landmarkFanOut: 3))
+            try catalog.add(CatalogReference(signature: r.signature, mediaItems: r.mediaItems, cues: r.cues, landmarkFanOut: fanOut))
         }
         var bytes = try catalog.dataRepresentation()
         for i in catalog.references.indices { bytes = withFanOutField(bytes, reference: i, 0) }
@@ -46,25 +47,26 @@ struct LandmarkFanOutTests {
         let catalog = try SyntheticCatalog.make()
         #expect(catalog.references.allSatisfy { $0.landmarkFanOut == LandmarkHasher.referenceFanOut })
         let mapped = try MappedCatalog(bytes: try catalog.dataRepresentation())
-        #expect(mapped.references.map(\.landmarkFanOut) == catalog.references.map { _ in LandmarkHasher.referenceFanOut })
+        #expect(mapped.references.allSatisfy { $0.landmarkFanOut == LandmarkHasher.referenceFanOut })
         #expect(mapped.entryCount == catalog.references.reduce(0) { $0 + Self.landmarks($1, fanOut: LandmarkHasher.referenceFanOut) })
     }
 
-    @Test func anEarlierReleasesCatalogKeepsItsIndexThroughEditsAndMerges() throws {
-        let (original, bytes) = try Self.earlierRelease()
+    /// The record does not say; the entries do: an edit keeps whichever fan-out the file was built with.
+    @Test(arguments: [3, 2]) func anEarlierBuildsCatalogKeepsItsIndexThroughEditsAndMerges(fanOut: Int) throws {
+        let (original, bytes) = try Self.earlierBuild(fanOut: fanOut)
         let mapped = try MappedCatalog(bytes: bytes)
-        #expect(mapped.references.allSatisfy { $0.landmarkFanOut == 3 })
-        let threeTargets = original.references.reduce(0) { $0 + Self.landmarks($1, fanOut: 3) }
-        #expect(mapped.entryCount == threeTargets)
-        #expect(threeTargets > original.references.reduce(0) { $0 + Self.landmarks($1, fanOut: LandmarkHasher.referenceFanOut) })
+        #expect(mapped.references.allSatisfy { $0.landmarkFanOut == nil })
+        let built = original.references.reduce(0) { $0 + Self.landmarks($1, fanOut: fanOut) }
+        #expect(mapped.entryCount == built)
+        #expect(built != original.references.reduce(0) { $0 + Self.landmarks($1, fanOut: 5 - fanOut) })
 
         // Edited: the same landmarks (now with the field written).
         var edited = try CustomCatalog(dataRepresentation: bytes)
-        #expect(edited.references.allSatisfy { $0.landmarkFanOut == 3 })
+        #expect(edited.references.allSatisfy { $0.landmarkFanOut == fanOut })
         try edited.setMediaItems([MediaItem(id: "renamed", title: "Renamed")], forReferenceAt: 1)
         let rewritten = try MappedCatalog(bytes: try edited.dataRepresentation())
-        #expect(rewritten.entryCount == threeTargets)
-        #expect(rewritten.references.allSatisfy { $0.landmarkFanOut == 3 })
+        #expect(rewritten.entryCount == built)
+        #expect(rewritten.references.allSatisfy { $0.landmarkFanOut == fanOut })
         #expect(try CustomCatalog(dataRepresentation: bytes).dataRepresentation() == (try original.dataRepresentation()))
 
         // Merged with a catalog built now: each reference keeps its own index.
@@ -72,8 +74,8 @@ struct LandmarkFanOutTests {
         var merged = try CustomCatalog(dataRepresentation: bytes)
         try merged.merge(fresh)
         let both = try MappedCatalog(bytes: try merged.dataRepresentation())
-        #expect(both.references.map(\.landmarkFanOut) == [3, 3, 3] + fresh.references.map { _ in LandmarkHasher.referenceFanOut })
-        #expect(both.entryCount == threeTargets + (try MappedCatalog(bytes: try fresh.dataRepresentation())).entryCount)
+        #expect(both.references.map(\.landmarkFanOut) == [fanOut, fanOut, fanOut] + fresh.references.map { _ in LandmarkHasher.referenceFanOut })
+        #expect(both.entryCount == built + (try MappedCatalog(bytes: try fresh.dataRepresentation())).entryCount)
         #expect(merged.references.map(\.signature) == original.references.map(\.signature) + fresh.references.map(\.signature))
     }
 

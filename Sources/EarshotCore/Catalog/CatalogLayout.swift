@@ -30,8 +30,9 @@ enum CatalogLayout {
     static let referenceGapFrames = 64
     /// Targets per peak a reference record may give (its last field; `CatalogReference.landmarkFanOut`).
     static let landmarkFanOuts = 1...16
-    /// What a record's 0 there stands for: files written before the field was, all indexed with 3.
-    static let unrecordedLandmarkFanOut = 3
+    /// What a record's 0 there may stand for (files written before the field was): 3 in every
+    /// release, 2 in development builds just before the field.
+    static let unrecordedLandmarkFanOuts = [3, 2]
     /// Postings hold a frame in 28 bits (the low 4 bits are the fine anchor frequency).
     static let maximumTimelineFrames = 1 << 28
     static var maximumDuration: Double { Double(maximumTimelineFrames) * FingerprintParameters.hopDuration }

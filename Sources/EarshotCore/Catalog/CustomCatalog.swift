@@ -132,11 +132,31 @@ public struct CustomCatalog: Sendable, Equatable {
     public init(_ mapped: MappedCatalog) throws(EarshotError) {
         minimumQuerySignatureDuration = mapped.minimumQuerySignatureDuration
         maximumQuerySignatureDuration = mapped.maximumQuerySignatureDuration
+        var signatures: [Signature] = []
+        for i in 0..<mapped.referenceCount { signatures.append(try mapped.signature(ofReference: i)) }
+        let unrecorded = Self.unrecordedFanOut(of: mapped, signatures: signatures)
         for i in 0..<mapped.referenceCount {
-            references.append(CatalogReference(signature: try mapped.signature(ofReference: i),
-                                               mediaItems: mapped.mediaItems(ofReference: i),
+            references.append(CatalogReference(signature: signatures[i], mediaItems: mapped.mediaItems(ofReference: i),
                                                cues: mapped.cues(ofReference: i).cues,
-                                               landmarkFanOut: mapped.references[i].landmarkFanOut))
+                                               landmarkFanOut: mapped.references[i].landmarkFanOut ?? unrecorded))
         }
+    }
+
+    /// The fan-out of the references whose records do not say (files written before they did):
+    /// one writer indexed them all alike, so the candidate whose landmarks number the file's
+    /// entries (less the recorded references') is the one.
+    private static func unrecordedFanOut(of mapped: MappedCatalog, signatures: [Signature]) -> Int {
+        func landmarks(_ i: Int, _ fanOut: Int) -> Int {
+            var n = 0
+            signatures[i].peaks.withUnsafeBufferPointer { LandmarkHasher.forEachLandmark($0, fanOut: fanOut) { _, _ in n += 1 } }
+            return n
+        }
+        let candidates = CatalogLayout.unrecordedLandmarkFanOuts
+        let unrecorded = mapped.references.indices.filter { mapped.references[$0].landmarkFanOut == nil }
+        guard !unrecorded.isEmpty else { return candidates[0] }
+        var entries = mapped.entryCount
+        for (i, r) in mapped.references.enumerated() { if let f = r.landmarkFanOut { entries -= landmarks(i, f) } }
+        let counts = candidates.map { f in unrecorded.reduce(0) { $0 + landmarks($1, f) } }
+        return candidates[counts.indices.min { abs(counts[$0] - entries) < abs(counts[$1] - entries) }!]
     }
 }

@@ -30,8 +30,8 @@ public final class MappedCatalog: @unchecked Sendable {
         let metadataOffset: Int
         let metadataLength: Int
         /// Targets each of its stored peaks is paired with in the index (what an edit re-indexes
-        /// it with).
-        public let landmarkFanOut: Int
+        /// it with); nil in files written before references recorded it (`CustomCatalog` tells).
+        public let landmarkFanOut: Int?
     }
 
     private let storage: any CatalogImage
@@ -203,8 +203,8 @@ public final class MappedCatalog: @unchecked Sendable {
             let metaOffset = Int(try rr.read(UInt32.self, "metadata offset"))
             let metaLength = Int(try rr.read(UInt32.self, "metadata length"))
             let recordedFanOut = Int(try rr.read(UInt32.self, "landmark fan-out"))
-            let fanOut = recordedFanOut == 0 ? CatalogLayout.unrecordedLandmarkFanOut : recordedFanOut
-            guard CatalogLayout.landmarkFanOuts.contains(fanOut) else {
+            let fanOut = recordedFanOut == 0 ? nil : recordedFanOut
+            guard fanOut.map(CatalogLayout.landmarkFanOuts.contains) ?? true else {
                 throw .catalogInvalid("reference \(i) record is inconsistent (landmark fan-out \(recordedFanOut))")
             }
             guard start >= previousEnd, frames > 0, start + frames <= Int(timeline), duration.isFinite, duration > 0,
