@@ -6,19 +6,6 @@ import EarshotWire
 import Foundation
 import Testing
 
-/// Calls `probe` until `condition` holds for its result, 30 s at most; returns that result.
-private func eventually<T>(
-    _ what: String, timeout: Duration = .seconds(30), _ probe: () async throws -> T, until condition: (T) -> Bool
-) async throws -> T {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let value = try await probe()
-        if condition(value) { return value }
-        guard ContinuousClock.now < deadline else { throw HarnessError("timed out waiting until \(what); last: \(value)") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}
-
 /// Everything a dashboard hears while it watches: Health/Watch messages for the whole daemon,
 /// and the health and session events.
 private final class Watchers: Sendable {

@@ -71,27 +71,18 @@ import Testing
         // A subscription reaches the publisher some time after connecting (ZeroMQ's slow joiner,
         // longer with the CURVE handshake on a loaded machine); a heartbeat received proves the
         // cue/ subscription, sent with it, is in place before any cue can fire.
-        let joined = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < joined, heartbeats.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(50)) }
-        try #require(heartbeats.withLock { $0 } > 0, "no heartbeat within 15 s of subscribing")
+        _ = try await eventually("a heartbeat reaches the subscriber", timeout: .seconds(15), { heartbeats.withLock { $0 } }, until: { $0 > 0 })
         // And the StreamCues stream is open (its first event is the state).
-        while ContinuousClock.now < joined, events.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(50)) }
-        try #require(!events.withLock { $0.isEmpty }, "StreamCues sent nothing within 15 s")
+        _ = try await eventually("StreamCues sends its state", timeout: .seconds(15), { events.withLock { $0.count } }, until: { $0 > 0 })
 
         // SetCues early in a pass, whatever the setup cost (a loaded machine may take longer than
         // the 12 s before the first cue): where the programme is now, from the audio heard; past
         // 17 s, wait for the loop to come round.
-        let comeRound = ContinuousClock.now + .seconds(60)
-        var now = -1.0
-        while ContinuousClock.now < comeRound {
+        _ = try await eventually("the programme is heard before 17 s", timeout: .seconds(60), every: .milliseconds(300), {
             let heard = try await operatorClient.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(30))
-            if heard.outcome == .match, let top = heard.items.first, top.mediaItem.id == "piece1" {
-                now = top.predictedCurrentMatchOffset
-                if now < 17 { break }
-            }
-            try await Task.sleep(for: .milliseconds(300))
-        }
-        try #require(now >= 0 && now < 17, "the programme did not come round to before 17 s within 60 s (last at \(now) s)")
+            guard heard.outcome == .match, let top = heard.items.first, top.mediaItem.id == "piece1" else { return -1.0 }
+            return top.predictedCurrentMatchOffset
+        }, until: { $0 >= 0 && $0 < 17 })
         let schedule = try await operatorClient.call(Methods.Cues.setCues, set)
         #expect(schedule.source == .controller)
         #expect(schedule.cues.map(\.id) == ["early", "range", "quiz"])
