@@ -68,25 +68,57 @@ struct PeakVerificationTests {
         #expect(confirmed >= 3)
     }
 
+    /// The check a confirmation makes: against the larger of the density's chance and what the
+    /// query finds moved along the reference (`PeakVerification.chanceAtShifts`).
+    private func confirmationCheck(_ query: Signature, reference: Int, offset: Double) -> (density: PeakVerification.Result, shifted: PeakVerification.Result) {
+        let frames = Float(query.duration / FingerprintParameters.hopDuration)
+        return query.peaks.withUnsafeBufferPointer {
+            let density = PeakVerification.check($0, queryFrames: frames, catalog: fixture.catalog, reference: reference,
+                                                 offset: offset, timeScale: 1, pitch: 1)
+            let rate = PeakVerification.chanceAtShifts($0, queryFrames: frames, catalog: fixture.catalog, reference: reference,
+                                                       offset: offset, timeScale: 1, pitch: 1)
+            return (density, density.withChance(atShifts: rate))
+        }
+    }
+
     /// Unrelated music checked against every reference at many places scores below what a
-    /// confirmation needs, even with no found peak set aside for the landmarks.
+    /// confirmation needs. A candidate checked there would have at least `confirmationFloor`
+    /// aligned anchors, each with an aligned target, whose peaks are set aside as found.
     @Test func unrelatedAudioStaysBelowTheThreshold() throws {
         var best = -Double.infinity
         for seed in UInt64(700)..<UInt64(704) {
             let query = try SyntheticSignature.of(SyntheticMusic.make(seed: seed, duration: 10))
-            let frames = Float(query.duration / FingerprintParameters.hopDuration)
             for reference in 0..<4 {
                 for offset in stride(from: 0.0, through: 18, by: 1.5) {
-                    let check = query.peaks.withUnsafeBufferPointer {
-                        PeakVerification.check($0, queryFrames: frames, catalog: fixture.catalog, reference: reference,
-                                               offset: offset, timeScale: 1, pitch: 1)
-                    }
+                    let check = confirmationCheck(query, reference: reference, offset: offset).shifted
                     #expect(check.referencePeaks > 0)
-                    best = max(best, check.score(explained: 0))
+                    #expect(check.expected > 0)
+                    best = max(best, check.score(explained: 2 * Matcher.confirmationFloor))
                 }
             }
         }
         #expect(best < Matcher.verificationScore)
+    }
+
+    /// The right place stands far above chance measured a few seconds away; the same query
+    /// checked 6 s off (its shifts, 11–17 s, clear of the right place) stays below.
+    @Test func theRightPlaceStandsAboveChanceAtTheShifts() throws {
+        let excerpt = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[1], start: 8, duration: 10))
+        let right = confirmationCheck(excerpt, reference: 1, offset: 8)
+        #expect(right.shifted.expected >= right.density.expected)
+        #expect(right.shifted.score(explained: 0) > 5 * Matcher.verificationScore)
+        let wrong = confirmationCheck(excerpt, reference: 1, offset: 14)
+        #expect(wrong.shifted.score(explained: 2 * Matcher.confirmationFloor) < Matcher.verificationScore)
+    }
+
+    /// Chance at the shifts only raises the expectation; with no reference peaks there it
+    /// leaves the density's.
+    @Test func chanceAtShiftsOnlyRaisesTheExpectation() {
+        let result = PeakVerification.Result(referencePeaks: 100, found: 30, expected: 6)
+        #expect(result.withChance(atShifts: nil) == result)
+        #expect(result.withChance(atShifts: 0.01).expected == 6)
+        #expect(result.withChance(atShifts: 0.2).expected == 20)
+        #expect(result.withChance(atShifts: 0.2).score(explained: 5) < result.score(explained: 5))
     }
 
     /// A sped-up or pitch-shifted query is compared in the reference's own time and frequency:

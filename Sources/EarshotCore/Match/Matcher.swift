@@ -105,7 +105,7 @@ public final class Matcher {
         public var alignedHits = 0
     }
 
-    /// Fewest inliers a candidate needs without the peak check (from `verificationFloor` up to
+    /// Fewest inliers a candidate needs without the peak check (from `confirmationFloor` up to
     /// here it needs the check; one more under a hypothesis the coarse stage chose, two and no
     /// check under one it ranked on fewer than `verificationFloor`). The
     /// benchmark's calibration lowers it to see how far chance alignments reach.
@@ -284,6 +284,16 @@ public final class Matcher {
         }
     }
 
+    /// What the query finds of the reference's peaks moved a few seconds from candidate `c`
+    /// (`PeakVerification.chanceAtShifts`).
+    private func chanceAtShifts(_ c: Candidate, queryFrames: Double) -> Double? {
+        let cursors = peakCursors(ofReference: c.referenceIndex)
+        return signaturePeaks.withUnsafeBufferPointer {
+            PeakVerification.chanceAtShifts($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
+                                            offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio, cursors: cursors)
+        }
+    }
+
     /// References with more peak records than this get cursors (`MappedCatalog.peakCursors`): a
     /// shorter one is walked from its start as fast as a cursor is found.
     static let peakCursorThreshold = 4 * MappedCatalog.peakCursorStride
@@ -406,7 +416,7 @@ public final class Matcher {
         let queryFrames = signature.duration / hop
         let needed = minimumInliers ?? requiredInliers
         gatherHits(near: [bin], queryFrames: queryFrames)
-        guard let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: min(needed, Self.verificationFloor)),
+        guard let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: min(needed, Self.confirmationFloor)),
               c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
         else { return nil }
         if c.inliers >= needed { return c }
@@ -466,7 +476,7 @@ public final class Matcher {
             collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
         }
         let required = evidenceFloor + extraInliers
-        let floor = anchorStride > 1 ? Self.coarseFloor : min(required, Self.verificationFloor)
+        let floor = anchorStride > 1 ? Self.coarseFloor : min(required, Self.confirmationFloor)
         // The busiest bins. Most touched bins hold a hit or two: they are turned away by one
         // comparison with the weakest kept, which is looked for again only after a replacement.
         let kept = Self.candidatesPerHypothesis * 3
@@ -515,22 +525,35 @@ public final class Matcher {
         return candidates
     }
 
-    /// Fewest aligned anchors a candidate needs to be checked against the reference's peaks.
+    /// Aligned anchors (of the coarse stage's quarter) from which the runner-up hypothesis is
+    /// searched fully, and below which the best one counts as weakly ranked (`refined`).
     public static let verificationFloor = 5
+    /// Fewest aligned anchors a candidate needs to be checked against the reference's peaks
+    /// (`confirmed`). Measured on Recognition's queries with the check against chance at shifts:
+    /// from 4 instead of 5, rooms of RT60 0.3 / 0.6 / 0.8 s +4 / +6 / +8 points, pink noise +2;
+    /// from 3, a few points more and chance alignments back where they were.
+    public static let confirmationFloor = 4
     /// How far beyond chance the reference peaks found must stand, in standard deviations
     /// (`PeakVerification.Result.score`), leaving out the peaks the aligned landmarks already
-    /// account for (each anchor, and each aligned hit's target). On audio not in the catalog
-    /// (about 1200 negatives of every living-room kind, benchmarks/RESULTS.md) chance reached
-    /// 6.4 at a 1.5-frame tolerance; half the right candidates with too few anchors score above
-    /// 8. At 2.5 frames the benchmark's chance matches stayed at 3 of 2000 and 0 of 980.
-    public static let verificationScore = 7.0
+    /// account for (each anchor, and each aligned hit's target); chance is the larger of what the
+    /// query's peak density predicts and what the query finds moved along the reference
+    /// (`PeakVerification.chanceAtShifts`). Measured on Recognition's queries (stop 33): from
+    /// density alone, other music of the same album scored 7.3–8.2 and was let through at 7,
+    /// while right places confirmed scored 7–14; against the shifts, that music scores −0.1 to
+    /// 1.5 and 85 of the 86 right places 3 or more (half of them below 6).
+    public static let verificationScore = 3.0
 
     /// A candidate with fewer aligned anchors than a match needs, confirmed by the reference's own
     /// peaks (`PeakVerification`): a match then, at the least confidence a match has. `check` is
     /// the candidate's peak check when the caller has already made it.
     private func confirmed(_ c: Candidate, queryFrames: Double, check: PeakVerification.Result? = nil) -> Candidate? {
         let check = check ?? peakCheck(c, queryFrames: queryFrames)
-        guard check.score(explained: c.inliers + c.alignedHits) >= Self.verificationScore else { return nil }
+        let explained = c.inliers + c.alignedHits
+        // Chance at the shifts only raises the expectation: a candidate the density alone
+        // turns away needs no more looks.
+        guard check.score(explained: explained) >= Self.verificationScore,
+              check.withChance(atShifts: chanceAtShifts(c, queryFrames: queryFrames)).score(explained: explained) >= Self.verificationScore
+        else { return nil }
         var c = c
         c.confidence = Self.confidence(inliers: requiredInliers, required: requiredInliers)
         return c

@@ -8,7 +8,10 @@ import Foundation
 /// pitch), the query's peaks are compared with the reference peaks the catalog stores for the
 /// span the query covers. Chance finds some too (a noisy query has peaks everywhere), as many
 /// as the query's own peak density in each band predicts; the evidence is how far the count of
-/// found reference peaks stands above that expectation.
+/// found reference peaks stands above that expectation. Music of the same key and instruments
+/// finds more than the query's density predicts (its notes sit on the same bins), so a
+/// confirmation also measures chance directly: the same query moved a few seconds along the same
+/// reference (`chanceShifts`), where only that kind of likeness is left.
 ///
 /// Pure and allocation-free: the reference peaks are read in place from the catalog.
 public enum PeakVerification {
@@ -33,6 +36,14 @@ public enum PeakVerification {
         /// landmarks the hash vote aligned are found by construction).
         public func score(explained: Int) -> Double {
             (Double(found - explained) - expected) / (expected + 1).squareRoot()
+        }
+
+        /// This result with the expectation raised to `rate` of its reference peaks (what the
+        /// query finds at other places, `chanceAtShifts`), when that is more.
+        public func withChance(atShifts rate: Double?) -> Result {
+            var raised = self
+            if let rate { raised.expected = max(expected, rate * Double(referencePeaks)) }
+            return raised
         }
     }
 
@@ -91,5 +102,25 @@ public enum PeakVerification {
             }
         }
         return result
+    }
+
+    /// Seconds by which the query is moved along the reference to measure chance there: past
+    /// a note's length, so the right place's own peaks are not found again, and within the
+    /// passage, whose key and instruments stay.
+    public static let chanceShifts: [Double] = [-3, -2, -1, 1, 2, 3]
+
+    /// The share of the reference's peaks the query finds when moved by each of `chanceShifts`
+    /// from `offset` (arguments as `check`); nil when no reference peak lies in those spans.
+    public static func chanceAtShifts(_ query: UnsafeBufferPointer<Peak>, queryFrames: Float, catalog: MappedCatalog,
+                                      reference: Int, offset: Double, timeScale: Double, pitch: Double,
+                                      cursors: [MappedCatalog.PeakCursor] = []) -> Double? {
+        var found = 0, peaks = 0
+        for shift in chanceShifts {
+            let moved = check(query, queryFrames: queryFrames, catalog: catalog, reference: reference, offset: offset + shift,
+                              timeScale: timeScale, pitch: pitch, cursors: cursors)
+            found += moved.found
+            peaks += moved.referencePeaks
+        }
+        return peaks > 0 ? Double(found) / Double(peaks) : nil
     }
 }

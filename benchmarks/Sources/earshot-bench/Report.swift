@@ -441,10 +441,10 @@ enum Report {
         }
         s += "| shared audio found (not counted above) | \(a?.shared ?? 0) | \(b?.shared ?? 0) |\n"
         // The rows above count aligned anchors alone; the product also takes a candidate with fewer
-        // than the minimum, from `Matcher.verificationFloor`, that the reference's own peaks confirm
+        // than the minimum, from `Matcher.confirmationFloor`, that the reference's own peaks confirm
         // (`PeakVerification`).
         let x = r.shippedSmall, y = r.shippedLarge
-        s += "\nThe shipped search (`Matcher.match`: the minimum, or a candidate with fewer anchors, from \(Matcher.verificationFloor), "
+        s += "\nThe shipped search (`Matcher.match`: the minimum, or a candidate with fewer anchors, from \(Matcher.confirmationFloor), "
         s += "that the reference's stored peaks confirm), on the same queries:\n\n"
         s += "| | \(Fmt.f(r.smallHours, 1)) h | \(Fmt.f(r.hours, 0)) h |\n|---|---|---|\n"
         s += "| chance matches | \(Fmt.pct(x.allChance.0, x.allChance.1)) (\(x.allChance.0)/\(x.allChance.1)) "
