@@ -549,8 +549,8 @@ public final class Matcher {
     private func confirmed(_ c: Candidate, queryFrames: Double, check: PeakVerification.Result? = nil) -> Candidate? {
         let check = check ?? peakCheck(c, queryFrames: queryFrames)
         let explained = c.inliers + c.alignedHits
-        // Chance at the shifts only raises the expectation: a candidate the density alone
-        // turns away needs no more looks.
+        // Chance at the shifts only raises the expectation, which lowers a score above 0: a
+        // candidate the density alone turns away (the threshold is above 0) needs no more looks.
         guard check.score(explained: explained) >= Self.verificationScore,
               check.withChance(atShifts: chanceAtShifts(c, queryFrames: queryFrames)).score(explained: explained) >= Self.verificationScore
         else { return nil }

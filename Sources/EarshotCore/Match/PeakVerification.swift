@@ -57,10 +57,9 @@ public enum PeakVerification {
                              cursors: [MappedCatalog.PeakCursor] = []) -> Result {
         let start = Float(offset / FingerprintParameters.hopDuration)
         let scale = Float(timeScale), binScale = Float(1 / pitch)
-        var result = Result(referencePeaks: 0, found: 0, expected: 0)
         // A span that is not one (a degenerate candidate) finds nothing rather than trapping.
-        guard start.isFinite, scale.isFinite, scale > 0, binScale.isFinite, binScale > 0, queryFrames.isFinite, queryFrames >= 0
-        else { return result }
+        guard isSpan(start: start, scale: scale, binScale: binScale, queryFrames: queryFrames)
+        else { return Result(referencePeaks: 0, found: 0, expected: 0) }
         // Chance: per band, the query's peaks per frame and bin, over the area one reference
         // peak's tolerance covers (the chance that at least one query peak falls in it).
         let firstBin = Float(FingerprintParameters.minimumBin), lastBin = Float(FingerprintParameters.maximumBin)
@@ -75,17 +74,31 @@ public enum PeakVerification {
             }
         }
         let area = (2 * frameTolerance) * (2 * binTolerance) / max(1, queryFrames * scale)
-        let chance = (1 - exp(-counts.0 * area / widths.0), 1 - exp(-counts.1 * area / widths.1),
-                      1 - exp(-counts.2 * area / widths.2))
+        let chance = (Double(1 - exp(-counts.0 * area / widths.0)), Double(1 - exp(-counts.1 * area / widths.1)),
+                      Double(1 - exp(-counts.2 * area / widths.2)))
+        return walk(query, queryFrames: queryFrames, catalog: catalog, reference: reference, start: start, scale: scale,
+                    binScale: binScale, cursors: cursors, chance: chance)
+    }
 
+    @inline(__always)
+    private static func isSpan(start: Float, scale: Float, binScale: Float, queryFrames: Float) -> Bool {
+        start.isFinite && scale.isFinite && scale > 0 && binScale.isFinite && binScale > 0 && queryFrames.isFinite && queryFrames >= 0
+    }
+
+    /// Walks the reference's peaks in the span the query covers from frame `start`, counting
+    /// those with a query peak close by, and adding `chance` (per band) to the expectation.
+    private static func walk(_ query: UnsafeBufferPointer<Peak>, queryFrames: Float, catalog: MappedCatalog, reference: Int,
+                             start: Float, scale: Float, binScale: Float, cursors: [MappedCatalog.PeakCursor],
+                             chance: (Double, Double, Double)) -> Result {
+        var result = Result(referencePeaks: 0, found: 0, expected: 0)
         var lo = 0
         let cursor = MappedCatalog.cursor(in: cursors, before: start)
         catalog.forEachPeak(ofReference: reference, in: start...(start + queryFrames * scale), from: cursor) { time, bin in
             result.referencePeaks += 1
             switch PeakSelection.band(ofBin: bin) {
-            case 0: result.expected += Double(chance.0)
-            case 1: result.expected += Double(chance.1)
-            default: result.expected += Double(chance.2)
+            case 0: result.expected += chance.0
+            case 1: result.expected += chance.1
+            default: result.expected += chance.2
             }
             // Query peaks are time-ordered and so are their mapped times: slide a window.
             while lo < query.count, start + query[lo].time * scale < time - frameTolerance { lo += 1 }
@@ -106,18 +119,28 @@ public enum PeakVerification {
 
     /// Seconds by which the query is moved along the reference to measure chance there: past
     /// a note's length, so the right place's own peaks are not found again, and within the
-    /// passage, whose key and instruments stay.
+    /// passage, whose key and instruments stay. Whole seconds are whole beats at 60 and 120 BPM,
+    /// so in looped music a shift can find the loop again: that raises chance for every place
+    /// of the loop, the right one too, and what it costs the right place a repeat elsewhere
+    /// costs as much. Measured against shifts of 1.13, 1.87 and 2.71 s with the median over
+    /// them (stop 33, Recognition): as many right places found, but more repeats of a loop
+    /// confirmed at the wrong place and one more chance match.
     public static let chanceShifts: [Double] = [-3, -2, -1, 1, 2, 3]
 
     /// The share of the reference's peaks the query finds when moved by each of `chanceShifts`
-    /// from `offset` (arguments as `check`); nil when no reference peak lies in those spans.
+    /// from `offset`, over all shifts together (arguments as `check`); nil when no reference
+    /// peak lies in those spans.
     public static func chanceAtShifts(_ query: UnsafeBufferPointer<Peak>, queryFrames: Float, catalog: MappedCatalog,
                                       reference: Int, offset: Double, timeScale: Double, pitch: Double,
                                       cursors: [MappedCatalog.PeakCursor] = []) -> Double? {
+        let scale = Float(timeScale), binScale = Float(1 / pitch)
+        let hop = FingerprintParameters.hopDuration
+        guard isSpan(start: Float(offset / hop), scale: scale, binScale: binScale, queryFrames: queryFrames) else { return nil }
         var found = 0, peaks = 0
         for shift in chanceShifts {
-            let moved = check(query, queryFrames: queryFrames, catalog: catalog, reference: reference, offset: offset + shift,
-                              timeScale: timeScale, pitch: pitch, cursors: cursors)
+            let moved = walk(query, queryFrames: queryFrames, catalog: catalog, reference: reference,
+                             start: Float((offset + shift) / hop), scale: scale, binScale: binScale, cursors: cursors,
+                             chance: (0, 0, 0))
             found += moved.found
             peaks += moved.referencePeaks
         }
