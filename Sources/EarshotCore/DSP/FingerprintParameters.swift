@@ -33,7 +33,7 @@ public enum FingerprintParameters {
     public static var highGuardBins: Int { peakBinRadii[peakBinRadii.count - 1].radius }
     /// Length of the power spectrum the peak picker receives per frame.
     static var analysedBinCount: Int { lowGuardBins + maximumBin - minimumBin + highGuardBins }
-    /// Half-width of the peak neighbourhood in frames (±16 ms).
+    /// Half-width of the peak neighbourhood in frames (±40 ms).
     public static let peakFrameRadius = 5
     /// Peaks below this power (about −100 dBFS for a full-scale sine) are ignored: digital silence.
     public static let powerFloor: Float = 1e-6
