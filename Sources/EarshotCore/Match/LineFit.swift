@@ -50,9 +50,13 @@ struct LineFit {
         while slope <= slopes.upperBound + 1e-9 {
             histogram.withUnsafeMutableBufferPointer { h in
                 for c in 0...cells { h[c] = 0 }
+                // A point's cell by its position, not truncated toward zero: a point just below
+                // the origin is in no cell (truncating put it in cell 0, where the line found
+                // could claim it without holding it).
+                let limit = Double(cells)
                 for i in 0..<xs.count {
-                    let cell = Int(((ys[i] - slope * xs[i]) - origin) / width)
-                    if cell >= 0, cell < cells { h[cell] &+= 1 }
+                    let position = ((ys[i] - slope * xs[i]) - origin) / width
+                    if position >= 0, position < limit { h[Int(position)] &+= 1 }
                 }
                 for c in 0..<cells {
                     let count = Int(h[c]) + Int(h[c + 1])
