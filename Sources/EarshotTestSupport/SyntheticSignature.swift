@@ -15,4 +15,11 @@ public enum SyntheticSignature {
         let lo = max(0, Int(start * sr)), hi = min(samples.count, Int((start + duration) * sr))
         return Array(samples[lo..<hi])
     }
+
+    /// `signature`'s peaks, each kept with probability `share` (seeded): a room that leaves a
+    /// peak here and there breaks most landmarks, since a landmark needs both of its peaks.
+    public static func thinned(_ signature: Signature, keeping share: Double, seed: UInt64) throws(EarshotError) -> Signature {
+        var random = SeededRandom(seed: seed)
+        return try Signature(duration: signature.duration, peaks: signature.peaks.filter { _ in random.unit() < share })
+    }
 }

@@ -9,13 +9,6 @@ import Testing
 struct PeakVerificationTests {
     let fixture = MatchingFixture.shared
 
-    /// The query's peaks, keeping each with probability `share` (seeded): a room that leaves
-    /// a peak here and there breaks most landmarks, since a landmark needs both of its peaks.
-    private func thinned(_ signature: Signature, keeping share: Double, seed: UInt64) throws -> Signature {
-        var random = SeededRandom(seed: seed)
-        return try Signature(duration: signature.duration, peaks: signature.peaks.filter { _ in random.unit() < share })
-    }
-
     @Test func storedPeaksAreReadInPlaceByTime() throws {
         let stored = try fixture.catalog.signature(ofReference: 1).peaks
         var walked: [(Float, Float)] = []
@@ -52,7 +45,7 @@ struct PeakVerificationTests {
         var confirmed = 0
         for seed in UInt64(1)...UInt64(24) {
             let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[3], start: 6, duration: 10))
-            let query = try thinned(clean, keeping: 0.2, seed: seed)
+            let query = try SyntheticSignature.thinned(clean, keeping: 0.2, seed: seed)
             let strongest = matcher.referenceCandidates(query).first
             let top = matcher.match(query).mediaItems.first
             if let top {
@@ -174,7 +167,7 @@ struct PeakVerificationTests {
         var held = 0
         for seed in UInt64(1)...UInt64(24) {
             let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[3], start: 6, duration: 10))
-            let query = try thinned(clean, keeping: 0.2, seed: seed)
+            let query = try SyntheticSignature.thinned(clean, keeping: 0.2, seed: seed)
             guard let weak = matcher.referenceCandidates(query).first, weak.inliers < matcher.requiredInliers else { continue }
             let c = try #require(matcher.candidate(query, reference: 3, offset: 6, timeScale: 1, pitch: 1))
             #expect(abs(c.offset - 6) < 0.05)

@@ -324,6 +324,7 @@ enum Probe {
         // Calibration, after everything measured: each query's best candidate with the evidence
         // floor lowered to where chance alignments show.
         matcher.evidenceFloor = Calibration.floor
+        matcher.peakSearchBins = 0  // aligned anchors alone: the peak search's places have 2 and up
         for (i, s) in signatures.enumerated() {
             if let top = matcher.referenceCandidates(s).first {
                 let id = catalog.mediaItems(ofReference: top.referenceIndex).first?.id ?? "-"

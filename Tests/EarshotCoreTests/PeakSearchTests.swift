@@ -1,0 +1,64 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import EarshotCore
+
+/// The peak search (`Matcher.peakSearch`): the last resort of a query whose landmarks a room or
+/// loud noise broke, found where the reference's own peaks stand far above chance although only
+/// two or three anchors align there.
+struct PeakSearchTests {
+    let fixture = MatchingFixture.shared
+
+    private func isRight(_ result: MatchResult, reference: Int, start: Double) -> Bool {
+        guard let top = result.mediaItems.first else { return false }
+        return top.referenceIndex == reference && abs(top.matchOffset - start) < 0.05
+    }
+
+    @Test func queriesWithFewAnchorsLeftAreFoundAtTheirPlace() throws {
+        let matcher = Matcher(catalog: fixture.catalog)
+        let withoutSearch = Matcher(catalog: fixture.catalog)
+        withoutSearch.peakSearchBins = 0
+        var before = 0, after = 0, fromFewAnchors = 0
+        let queries = 24
+        for seed in 1...UInt64(queries) {
+            let reference = Int(seed % 4), start = 2 + Double(seed % 15)
+            let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: 10))
+            // A landmark needs both of its peaks: an eighth of the peaks keeps about a sixtieth of the landmarks.
+            let query = try SyntheticSignature.thinned(clean, keeping: 0.12, seed: seed)
+            if isRight(withoutSearch.match(query), reference: reference, start: start) { before += 1 }
+            let result = matcher.match(query)
+            // Whatever it finds is the right place, at the least confidence a match has.
+            if let top = result.mediaItems.first {
+                #expect(isRight(result, reference: reference, start: start), "seed \(seed): reference \(top.referenceIndex) at \(top.matchOffset)")
+            }
+            if isRight(result, reference: reference, start: start) {
+                after += 1
+                if let best = matcher.referenceCandidates(query).first, best.inliers < Matcher.confirmationFloor {
+                    fromFewAnchors += 1
+                    #expect(abs(best.confidence - Matcher.confidence(inliers: matcher.requiredInliers, required: matcher.requiredInliers)) < 1e-9)
+                    // A session following that place finds that it holds, as a one-off match did.
+                    let held = matcher.candidate(query, reference: reference, offset: start, timeScale: 1, pitch: 1)
+                    #expect(held.map { abs($0.offset - start) < 0.05 } == true, "seed \(seed)")
+                }
+            }
+        }
+        #expect(after >= before + queries / 6, "with the peak search \(after) of \(queries), without \(before)")
+        #expect(fromFewAnchors >= queries / 6, "\(fromFewAnchors) found from fewer than \(Matcher.confirmationFloor) anchors")
+    }
+
+    /// Unrelated music, whole or thinned like the queries above, is found nowhere: 64 places
+    /// looked at per query, none of them above the peak search's threshold.
+    @Test func unrelatedAudioIsFoundNowhere() throws {
+        let matcher = Matcher(catalog: fixture.catalog)
+        for seed in UInt64(800)..<UInt64(808) {
+            let whole = try SyntheticSignature.of(SyntheticMusic.make(seed: seed, duration: 10))
+            let fewer = try SyntheticSignature.thinned(whole, keeping: 0.12, seed: seed)
+            let some = try SyntheticSignature.thinned(whole, keeping: 0.3, seed: seed)
+            for query in [whole, fewer, some] {
+                let result = matcher.match(query)
+                #expect(result.mediaItems.isEmpty, "seed \(seed): \(result.mediaItems.map(\.mediaItem.id))")
+            }
+        }
+    }
+}
