@@ -46,6 +46,22 @@ struct CatalogSetTests {
     /// One catalog searched as a set answers as its own matcher does (clean, noisy and
     /// speed-changed queries in a song with a repeated section): the set searches stage by stage
     /// and goes on from every candidate stage one found (`lastFound`), as one matcher does.
+    /// A member's last resort (a place only its peak search found) goes when another member
+    /// found something else, and stays when nothing else was found anywhere.
+    @Test func lastResortsCountOnlyWhenNoCatalogFoundAnythingElse() {
+        func candidate(_ reference: Int, lastResort: Bool) -> Matcher.Candidate {
+            var c = Matcher.Candidate(referenceIndex: reference, offset: 5, timeScale: 1, pitchRatio: 1, inliers: lastResort ? 2 : 12,
+                                      confidence: lastResort ? 0.46 : 0.6)
+            c.lastResort = lastResort
+            return c
+        }
+        let mixed = CatalogSetMatcher.lastResortsDropped([[candidate(0, lastResort: false)], [candidate(1, lastResort: true)], []])
+        #expect(mixed.map(\.count) == [1, 0, 0])
+        #expect(mixed[0].first?.referenceIndex == 0)
+        let alone = CatalogSetMatcher.lastResortsDropped([[], [candidate(1, lastResort: true)], [candidate(2, lastResort: true)]])
+        #expect(alone.map(\.count) == [0, 1, 1])
+    }
+
     @Test func oneCatalogAsASetAnswersAsItsMatcher() throws {
         let section = SyntheticMusic.make(seed: 741, duration: 10)
         let audio = SyntheticMusic.make(seed: 742, duration: 6) + section + SyntheticMusic.make(seed: 743, duration: 6) + section

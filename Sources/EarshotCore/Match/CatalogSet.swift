@@ -111,6 +111,7 @@ public final class CatalogSetMatcher {
                 stageOne[i] = matchers[i].referenceCandidates(q.query, depth: .beyond(foundInStageOne[i]))
             }
         }
+        stageOne = Self.lastResortsDropped(stageOne)
         var items: [MatchedMediaItem] = []
         var firstError: EarshotError?
         for (i, member) in catalogs.members.enumerated() {
@@ -132,6 +133,14 @@ public final class CatalogSetMatcher {
         }
         if items.isEmpty { return firstError.map { .error($0) } ?? .noMatch }
         return .match(Self.ranked(items))
+    }
+
+    /// Each member's candidates, without the peak search's (`Matcher.Candidate.lastResort`) when
+    /// any member found something else: a place only the peak search found counts only when
+    /// nothing else is found, across the catalogs as within one.
+    static func lastResortsDropped(_ found: [[Matcher.Candidate]]) -> [[Matcher.Candidate]] {
+        guard found.contains(where: { $0.contains { !$0.lastResort } }) else { return found }
+        return found.map { $0.filter { !$0.lastResort } }
     }
 
     /// The items of every catalog, references by their best confidence (ties: catalogs in set

@@ -18,6 +18,9 @@ struct LineFit {
         let fine = coarseSearch(xs, ys, interceptCenter, interceptRadius, fineRange, step: 0.0005)
         if fine.inliers >= best.inliers { best = fine }
         // Least squares on the inliers, twice (the second pass sees the better line's inliers).
+        // With one slope allowed (the peak search's) the intercept stays on the search's grid of
+        // `tolerance`: fitting it as the inliers' mean offset found 2 more of 2500 Recognition
+        // queries and 3 more false positives, one of them a chance alignment (stop 34).
         for _ in 0..<2 {
             var n = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
             for i in 0..<xs.count where abs(ys[i] - best.intercept - best.slope * xs[i]) <= Self.tolerance {

@@ -14,7 +14,9 @@ import Foundation
 /// 3. Hypotheses are searched in stages: unchanged audio first (most audio), stopping there on a
 ///    clear match; otherwise unchanged audio again as a room leaves it (pairs probed over a wider
 ///    time difference, every candidate checked against the reference's peaks), every other
-///    hypothesis with a quarter of the anchors, then the best ones fully.
+///    hypothesis with a quarter of the anchors, then the best ones fully. When none of them finds
+///    anything, the room search's hits are looked at once more, from 2 aligned anchors, for a
+///    place where the reference's own peaks stand far above chance (`peakSearch`).
 /// 4. References are ranked by their evidence; within one, the position that holds clearly more
 ///    of the reference's peaks leads (a repeat elsewhere can gather as many anchors by chance).
 ///
@@ -103,6 +105,9 @@ public final class Matcher {
         /// Hits (anchor–target pairs) on the match line whose anchor frequency agrees: the
         /// reference peaks the hash vote has already counted are at most `inliers + alignedHits`.
         public var alignedHits = 0
+        /// Found by the peak search alone (`Matcher.peakSearch`): it counts only when nothing else
+        /// is found, within one catalog and across the catalogs searched together.
+        public var lastResort = false
     }
 
     /// Fewest inliers a candidate needs without the peak check (from `confirmationFloor` up to
@@ -156,6 +161,25 @@ public final class Matcher {
         var frameTolerance: Float
     }
     private var lastCollection: Collection?
+    /// The room search's hits and landmarks, set aside while the other hypotheses are searched
+    /// (`swapHeldHits`): the peak search reads them if no stage finds anything.
+    private struct HeldHits {
+        var queryFrame: [Int32] = [], referenceFrame: [Int32] = [], source: [UInt32] = []
+        var landmarkKey: [UInt32] = [], landmarkFrame: [Int32] = [], landmarkQueryBin: [Float] = []
+    }
+    private var heldHits = HeldHits()
+
+    /// Exchanges the hits and landmarks held now with those set aside (no copy: the arrays trade
+    /// places). Afterwards no search may widen what is held.
+    private func swapHeldHits() {
+        swap(&hitQueryFrame, &heldHits.queryFrame)
+        swap(&hitReferenceFrame, &heldHits.referenceFrame)
+        swap(&hitSource, &heldHits.source)
+        swap(&landmarkKey, &heldHits.landmarkKey)
+        swap(&landmarkFrame, &heldHits.landmarkFrame)
+        swap(&landmarkQueryBin, &heldHits.landmarkQueryBin)
+        lastCollection = nil
+    }
     private var lineFit = LineFit()
     /// Per reference, its peak cursors once made (`peakCursors(ofReference:)`).
     private var knownPeakCursors: [[MappedCatalog.PeakCursor]?]
@@ -228,7 +252,6 @@ public final class Matcher {
         let queryFrames = signature.duration / FingerprintParameters.hopDuration
 
         // Stage 1: unchanged speed, all anchors.
-        var lastResort: [Candidate] = []
         var found: [Candidate]
         var goOn: Bool
         switch depth {
@@ -251,8 +274,8 @@ public final class Matcher {
             found += search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames,
                             extraInliers: Self.roomExtraInliers, frameTolerance: Self.roomFrameTolerance,
                             beyond: LandmarkHasher.queryFrameTolerance, peakScore: Self.roomScore)
-            // Its hits again, for a place no stage may find (used only then).
-            lastResort = peakSearch(queryFrames: queryFrames)
+            // Its hits are set aside for the peak search, should no stage find anything.
+            swapHeldHits()
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
             for h in Self.hypotheses.indices where h != Self.unchangedSpeed {
@@ -265,7 +288,10 @@ public final class Matcher {
                                 extraInliers: weak ? Self.weakRefinedExtraInliers : Self.refinedExtraInliers)
             }
         }
-        if found.isEmpty { found = lastResort }
+        if goOn, found.isEmpty {
+            swapHeldHits()
+            found = peakSearch(queryFrames: queryFrames)
+        }
         lastFound = found
         return Self.leading(Self.ranked(found), among: found) { peakCheck($0, queryFrames: queryFrames).score(explained: 0) }
     }
@@ -422,20 +448,16 @@ public final class Matcher {
         let queryFrames = signature.duration / hop
         let needed = minimumInliers ?? requiredInliers
         gatherHits(near: [bin], queryFrames: queryFrames)
+        guard let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: min(needed, Self.confirmationFloor)),
+              c.referenceIndex == reference, abs(c.offset - offset) <= 0.5
+        else { return nil }
+        if c.inliers >= needed { return c }
+        // Fewer anchors: the reference's peaks may still confirm it, as a one-off match would. Not
+        // from fewer than `confirmationFloor` (the peak search's places): a session asks this of
+        // tails of 2–3 s, for which its threshold was not measured; its next full search finds them.
         signaturePeaks = signature.peaks
         defer { signaturePeaks = [] }
-        func there(_ c: Candidate) -> Bool { c.referenceIndex == reference && abs(c.offset - offset) <= 0.5 }
-        if let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: min(needed, Self.confirmationFloor)),
-           there(c) {
-            if c.inliers >= needed { return c }
-            // Fewer anchors: the reference's peaks may still confirm it, as a one-off match would.
-            if let confirmed = confirmed(c, queryFrames: queryFrames) { return confirmed }
-        }
-        // Fewer still, at unchanged speed: what the peak search would take there.
-        guard h == Self.unchangedSpeed, peakSearchBins > 0,
-              let c = verify(hypothesis: h, hits: 0, queryFrames: queryFrames, minimumInliers: 2, slopes: 1...1), there(c)
-        else { return nil }
-        return confirmed(c, queryFrames: queryFrames, score: Self.peakSearchScore)
+        return confirmed(c, queryFrames: queryFrames)
     }
 
     /// A hypothesis searched fully because the coarse stage ranked it among the best of twenty
@@ -550,10 +572,10 @@ public final class Matcher {
     public var peakSearchBins = 64
     /// How far above chance the reference's peaks must stand where the peak search looks, in
     /// standard deviations (`PeakVerification.Result.score`, against the density's chance and
-    /// the shifts', as a confirmation): above `verificationScore`, since it looks at 64 places
-    /// where a confirmation looks at the few the anchors chose. Measured on 12 Recognition
-    /// conditions (1200 positives, 1200 negatives, stop 34): 6 found 14 more, 5 found 21, 4.5 24, none of them
-    /// with a chance match more; 256 places from one aligned anchor brought 3 false positives.
+    /// the shifts', as a confirmation): above `verificationScore`, since it looks at up to 64
+    /// places where a confirmation looks at the few the anchors chose. Measured on 12 Recognition
+    /// conditions (1200 positives, 1200 negatives, stop 34): 6 found 14 more, 5 found 21, 4.5
+    /// found 24, none with a false positive more; 256 places from one aligned anchor brought 3.
     static let peakSearchScore = 5.0
 
     /// The last resort of a query every stage leaves without a candidate: the places where a
@@ -561,8 +583,8 @@ public final class Matcher {
     /// peak check at the right place of every failed Recognition query in noise, reverb, rooms
     /// and pink noise (stop 34) showed the reference's peaks standing 5 or more standard
     /// deviations above chance there in 75 of 135, most of them with 0–3 aligned anchors: below
-    /// what even a confirmation starts from (`confirmationFloor`). So the busiest `peakSearchBins` offset
-    /// bins of the room search's hits (unchanged speed, wider probes) are each fitted from 2
+    /// what even a confirmation starts from (`confirmationFloor`). So the busiest `peakSearchBins`
+    /// offset bins of the room search's hits (unchanged speed, wider probes) are each fitted from 2
     /// aligned anchors at unchanged speed — two or three hits cannot measure a slope, and one
     /// fitted freely between 0.94 and 1.06 misplaced the query's end by up to half a second — and
     /// confirmed by the reference's peaks at `peakSearchScore`.
@@ -574,8 +596,9 @@ public final class Matcher {
         for k in bins.indices {
             guard let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
                                  slopes: 1...1),
-                let confirmed = confirmed(c, queryFrames: queryFrames, score: Self.peakSearchScore)
+                var confirmed = confirmed(c, queryFrames: queryFrames, score: Self.peakSearchScore)
             else { continue }
+            confirmed.lastResort = true
             found.append(confirmed)
         }
         return found

@@ -445,8 +445,8 @@ enum Report {
         // (`PeakVerification`).
         let x = r.shippedSmall, y = r.shippedLarge
         s += "\nThe shipped search (`Matcher.match`: the minimum, or a candidate with fewer anchors, from \(Matcher.confirmationFloor), "
-        s += "that the reference's stored peaks confirm, and when nothing else is found, a place of 2 or 3 that they confirm far "
-        s += "above chance: the peak search), on the same queries:\n\n"
+        s += "that the reference's stored peaks confirm, and when nothing else is found, a place of fewer, from 2, that they "
+        s += "confirm far above chance: the peak search), on the same queries:\n\n"
         s += "| | \(Fmt.f(r.smallHours, 1)) h | \(Fmt.f(r.hours, 0)) h |\n|---|---|---|\n"
         s += "| chance matches | \(Fmt.pct(x.allChance.0, x.allChance.1)) (\(x.allChance.0)/\(x.allChance.1)) "
         s += "| \(Fmt.pct(y.allChance.0, y.allChance.1)) (\(y.allChance.0)/\(y.allChance.1)) |\n"
