@@ -6,7 +6,7 @@ import Testing
 
 /// The peak search (`Matcher.peakSearch`): the last resort of a query whose landmarks a room or
 /// loud noise broke, found where the reference's own peaks stand far above chance although only
-/// two or three anchors align there.
+/// a few anchors (from 2) align there.
 struct PeakSearchTests {
     let fixture = MatchingFixture.shared
 
@@ -24,7 +24,7 @@ struct PeakSearchTests {
         for seed in 1...UInt64(queries) {
             let reference = Int(seed % 4), start = 2 + Double(seed % 15)
             let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: 10))
-            // A landmark needs both of its peaks: an eighth of the peaks keeps about a sixtieth of the landmarks.
+            // A landmark needs both of its peaks: an eighth of the peaks keeps about a seventieth of the landmarks.
             let query = try SyntheticSignature.thinned(clean, keeping: 0.12, seed: seed)
             if isRight(withoutSearch.match(query), reference: reference, start: start) { before += 1 }
             let result = matcher.match(query)
