@@ -73,4 +73,30 @@ struct PeakSearchTests {
             }
         }
     }
+
+    /// The score asked of a place falls with its aligned anchors from 4 on, down to a floor above
+    /// 0; a larger catalog moves the schedule one anchor later per anchor it requires more.
+    @Test func theScoreAskedFallsWithTheAnchorsAndRisesWithTheCatalog() {
+        let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
+        #expect(Matcher.peakSearchScore(inliers: 2, requiredInliers: minimum) == Matcher.peakSearchScore)
+        #expect(Matcher.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == Matcher.peakSearchScore)
+        // At the anchors a confirmation starts from, more than it asks (64 places, not a few)…
+        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 4.25)
+        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) > Matcher.verificationScore)
+        // … and 1.25 at 8, where chance over those places stayed below 0.
+        #expect(Matcher.peakSearchScore(inliers: 8, requiredInliers: minimum) == 1.25)
+        var previous = Double.infinity
+        for inliers in 2...40 {
+            let score = Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)
+            #expect(score <= previous)
+            #expect(score >= Matcher.peakSearchLeastScore)
+            // One tenfold larger catalog: one anchor more for the same score.
+            #expect(Matcher.peakSearchScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
+            previous = score
+        }
+        #expect(Matcher.peakSearchScore(inliers: 40, requiredInliers: minimum) == Matcher.peakSearchLeastScore)
+        // `confirmed` skips the shifts' look when the density alone turns a place away: sound
+        // only while every threshold is above 0.
+        #expect(Matcher.peakSearchLeastScore > 0)
+    }
 }

@@ -570,13 +570,36 @@ public final class Matcher {
     /// Offset bins the peak search looks at (`peakSearch`); 0 turns it off. The benchmark's
     /// calibration does, to see what aligned anchors alone let through.
     public var peakSearchBins = 64
-    /// How far above chance the reference's peaks must stand where the peak search looks, in
-    /// standard deviations (`PeakVerification.Result.score`, against the density's chance and
-    /// the shifts', as a confirmation): above `verificationScore`, since it looks at up to 64
-    /// places where a confirmation looks at the few the anchors chose. Measured on 12 Recognition
-    /// conditions (1200 positives, 1200 negatives, stop 34): 6 found 14 more, 5 found 21, 4.5
-    /// found 24, none with a false positive more; 256 places from one aligned anchor brought 3.
+    /// How far above chance the reference's peaks must stand where the peak search looks at a
+    /// place of 2 or 3 aligned anchors, in standard deviations (`PeakVerification.Result.score`,
+    /// against the density's chance and the shifts', as a confirmation): above
+    /// `verificationScore`, since it looks at up to 64 places where a confirmation looks at the
+    /// few the anchors chose. Measured on 12 Recognition conditions (1200 positives, 1200
+    /// negatives, stop 34): 6 found 14 more, 5 found 21, 4.5 found 24, none with a false positive
+    /// more; 256 places from one aligned anchor brought 3.
     static let peakSearchScore = 5.0
+    /// From `confirmationFloor` aligned anchors on, the peak search asks this much less per anchor
+    /// beyond `confirmationFloor − 1`, down to `peakSearchLeastScore`. The score leaves out the
+    /// peaks the aligned landmarks account for, and what a room leaves of the right place is
+    /// mostly those: at the right place of every query the search missed in noise, reverb, rooms
+    /// and pink noise (stop 35), 5–16 anchors stood with 0–4 more of the reference's peaks. Chance
+    /// over the peak search's own 64 places falls faster: in the 787 of 800 negatives nothing
+    /// matched (8 conditions), its highest score was 4.2 at 2–3 anchors, 2.7 at 4, 2.0 at 5, 1.9
+    /// at 6, 0.6 at 7 and below 0 at 8–9; so from 6 anchors on it asks less than a confirmation's
+    /// 3 of a few places. Recognition (2500 positives, 2500 negatives): 2363 → 2369 found, chance
+    /// alignments 4 as before (benchmarks/RESULTS.md, "The living room", stop 35, with the
+    /// schedules measured and not kept).
+    static let peakSearchScoreStep = 0.75
+    /// The least the peak search asks of any place: above 0, which `confirmed` relies on.
+    static let peakSearchLeastScore = 1.0
+
+    /// The score the peak search asks of a place with `inliers` aligned anchors: 5 at 2–3, 4.25
+    /// at 4, 3.5 at 5 … 1.25 at 8, 1 from 9. A catalog that requires more anchors for a match
+    /// (`requiredInliers` above `minimumInliers`) moves the schedule as many anchors later.
+    static func peakSearchScore(inliers: Int, requiredInliers: Int) -> Double {
+        let beyond = max(0, inliers - (confirmationFloor - 1) - (requiredInliers - minimumInliers))
+        return max(peakSearchLeastScore, peakSearchScore - peakSearchScoreStep * Double(beyond))
+    }
 
     /// The last resort of a query every stage leaves without a candidate: the places where a
     /// room or loud noise left a few anchors, found by the reference's own peaks. Printing the
@@ -587,7 +610,7 @@ public final class Matcher {
     /// offset bins of the room search's hits (unchanged speed, wider probes) are each fitted from 2
     /// aligned anchors at unchanged speed — two or three hits cannot measure a slope, and one
     /// fitted freely between 0.94 and 1.06 misplaced the query's end by up to half a second — and
-    /// confirmed by the reference's peaks at `peakSearchScore`.
+    /// confirmed by the reference's peaks (`peakSearchScore(inliers:requiredInliers:)`).
     private func peakSearch(queryFrames: Double) -> [Candidate] {
         guard peakSearchBins > 0 else { return [] }
         let bins = busiestBins(peakSearchBins, from: 2)
@@ -596,7 +619,8 @@ public final class Matcher {
         for k in bins.indices {
             guard let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
                                  slopes: 1...1),
-                var confirmed = confirmed(c, queryFrames: queryFrames, score: Self.peakSearchScore)
+                var confirmed = confirmed(c, queryFrames: queryFrames,
+                                          score: Self.peakSearchScore(inliers: c.inliers, requiredInliers: requiredInliers))
             else { continue }
             confirmed.lastResort = true
             found.append(confirmed)
