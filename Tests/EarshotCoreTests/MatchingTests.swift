@@ -246,6 +246,33 @@ struct RankingTests {
         let under: [Double: Double] = [10: 10, 40: 10 + Matcher.leadMargin - 0.01, 80: 11]
         #expect(Matcher.leading(ranked, among: found) { under[$0.offset]! }.map(\.offset) == [10, 40, 80])
     }
+
+    /// A place no search found (`Matcher.otherPlaces`) can lead its reference, but only by the
+    /// wider `elsewhereMargin`; it never brings in a reference the ranking does not list.
+    @Test func aPlaceNoSearchFoundLeadsOnlyByTheWiderMargin() {
+        let found = [candidate(0, 10, 20), candidate(1, 50, 14)]
+        let ranked = Matcher.ranked(found)
+        #expect(ranked.map(\.offset) == [10, 50])
+        #expect(Matcher.elsewhereMargin > Matcher.leadMargin)
+        let unrelated = candidate(2, 300, 3)
+        for (gain, leads) in [(Matcher.elsewhereMargin, true), (Matcher.elsewhereMargin - 0.01, false), (Matcher.leadMargin, false)] {
+            let scores: [Double: Double] = [10: 10, 50: 10, 130: 10 + gain, 300: 100]
+            let led = Matcher.leading(ranked, among: found, elsewhere: [candidate(0, 130, 3), unrelated]) { scores[$0.offset]! }
+            // A place that leads is followed by the ranked one it displaced.
+            #expect(led.map(\.offset) == (leads ? [130, 10, 50] : [10, 50]), "gain \(gain)")
+            #expect(led.map(\.referenceIndex) == (leads ? [0, 0, 1] : [0, 1]))
+            // The reference is as sure as it was; the place says where.
+            #expect(led[0].confidence == found[0].confidence)
+        }
+        // Where a search found the same place (within a second), the fit with more aligned
+        // anchors stands for it, with its own margin.
+        let scores: [Double: Double] = [10: 10, 130: 12.5, 130.3: 12.5, 50: 10]
+        let foundThere = found + [candidate(0, 130, 4)]
+        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 3)]) { scores[$0.offset]! }
+            .map(\.offset) == [130, 10, 50])
+        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 6)]) { scores[$0.offset]! }
+            .map(\.offset) == [10, 50])
+    }
 }
 
 struct ConfidenceCalibrationTests {

@@ -18,7 +18,9 @@ import Foundation
 ///    anything, the room search's hits are looked at once more, from 2 aligned anchors, for a
 ///    place where the reference's own peaks stand far above chance (`peakSearch`).
 /// 4. References are ranked by their evidence; within one, the position that holds clearly more
-///    of the reference's peaks leads (a repeat elsewhere can gather as many anchors by chance).
+///    of the reference's peaks leads (a repeat elsewhere can gather as many anchors by chance),
+///    among the places the searches found and, by a wider margin, the places in it where the
+///    room search's hits still align 2 anchors (`otherPlaces`).
 ///
 /// A matcher owns reusable scratch space: one instance serves one thread at a time.
 public final class Matcher {
@@ -288,12 +290,21 @@ public final class Matcher {
                                 extraInliers: weak ? Self.weakRefinedExtraInliers : Self.refinedExtraInliers)
             }
         }
-        if goOn, found.isEmpty {
+        var elsewhere: [Candidate] = []
+        if goOn {
+            // The room search's hits again: a last resort when nothing was found, else other
+            // places in the references found.
             swapHeldHits()
-            found = peakSearch(queryFrames: queryFrames)
+            if found.isEmpty {
+                found = peakSearch(queryFrames: queryFrames)
+            } else {
+                elsewhere = otherPlaces(in: Set(Self.ranked(found).map(\.referenceIndex)), queryFrames: queryFrames)
+            }
         }
         lastFound = found
-        return Self.leading(Self.ranked(found), among: found) { peakCheck($0, queryFrames: queryFrames).score(explained: 0) }
+        return Self.leading(Self.ranked(found), among: found, elsewhere: elsewhere) {
+            peakCheck($0, queryFrames: queryFrames).score(explained: 0)
+        }
     }
 
     /// The hypotheses stage 3 searches fully, best first, from the coarse stage's scores (the most
@@ -348,17 +359,23 @@ public final class Matcher {
     /// pitch −1 semitone 94 → 97 %, nothing lower; with 0, white noise lost 2 points to coin flips
     /// between true repeats; with 3, half the gains went.
     static let leadMargin = 2.0
+    /// The margin a place no search found (`otherPlaces`) needs to lead. Measured on 12
+    /// Recognition conditions (stop 35): with `leadMargin`, 12 queries more at the right place and
+    /// 3 led away from it (partial repeats in rooms); with 3, 9 more and none led away.
+    static let elsewhereMargin = 3.0
 
     /// Chooses, within each reference `ranked` keeps, which position leads: among every position
-    /// of that reference in `found`, the one where the query finds most of the reference's own
-    /// peaks (`score`), when it beats the ranked leader by `leadMargin`; the positions that score
-    /// alike follow, ordered by the same measure. Aligned anchors are a coarse count: in a room or
-    /// in noise, a repeat that shares most of its notes with the right place can gather more of
-    /// them by chance of what survived, while the right place holds more of its peaks where the
-    /// query has them. Every position considered passed the search on its own, so this changes
-    /// where in a reference a match is, never whether there is one, and references keep their order:
-    /// the leader carries the best confidence of its reference's places.
-    static func leading(_ ranked: [Candidate], among found: [Candidate], score: (Candidate) -> Double) -> [Candidate] {
+    /// of that reference in `found` and `elsewhere`, the one where the query finds most of the
+    /// reference's own peaks (`score`), when it beats the ranked leader by `leadMargin` (by
+    /// `elsewhereMargin` for a place of `elsewhere`, which no search found); the positions that
+    /// score alike follow, ordered by the same measure. Aligned anchors are a coarse count: in a
+    /// room or in noise, a repeat that shares most of its notes with the right place can gather
+    /// more of them by chance of what survived, while the right place holds more of its peaks
+    /// where the query has them. Only references `ranked` keeps are considered, so this changes
+    /// where in a reference a match is, never whether there is one, and references keep their
+    /// order: the leader carries the best confidence of its reference's places.
+    static func leading(_ ranked: [Candidate], among found: [Candidate], elsewhere: [Candidate] = [],
+                        score: (Candidate) -> Double) -> [Candidate] {
         var ordered: [Candidate] = []
         var start = 0
         while start < ranked.count {
@@ -366,10 +383,16 @@ public final class Matcher {
             while end < ranked.count, ranked[end].referenceIndex == ranked[start].referenceIndex { end += 1 }
             let group = Array(ranked[start..<end])
             start = end
-            // Every position of this reference, the ranked ones first.
+            // Every position of this reference, the ranked ones first, then by aligned anchors
+            // (the better fit of a place found both ways), each with the margin it needs.
             var positions = group
-            for c in found.sorted(by: { $0.inliers > $1.inliers }) where c.referenceIndex == group[0].referenceIndex {
-                if !positions.contains(where: { abs($0.offset - c.offset) < distinctPositions }) { positions.append(c) }
+            var margins = [Double](repeating: leadMargin, count: group.count)
+            let others = (found.map { ($0, leadMargin) } + elsewhere.map { ($0, elsewhereMargin) })
+                .filter { $0.0.referenceIndex == group[0].referenceIndex }
+                .sorted { $0.0.inliers > $1.0.inliers }
+            for (c, margin) in others where !positions.contains(where: { abs($0.offset - c.offset) < distinctPositions }) {
+                positions.append(c)
+                margins.append(margin)
             }
             guard positions.count > 1 else {
                 ordered += group
@@ -377,7 +400,7 @@ public final class Matcher {
             }
             let scores = positions.map(score)
             let best = scores.indices.max { scores[$0] != scores[$1] ? scores[$0] < scores[$1] : $0 > $1 }!
-            let leader = scores[best] >= scores[0] + leadMargin ? best : 0
+            let leader = scores[best] >= scores[0] + margins[best] ? best : 0
             var rest = group.indices.filter { abs(group[$0].offset - positions[leader].offset) >= distinctPositions }
             rest.sort { scores[$0] != scores[$1] ? scores[$0] > scores[$1] : $0 < $1 }
             // The reference is matched as surely as its best place says; the leader says where.
@@ -626,6 +649,33 @@ public final class Matcher {
             found.append(confirmed)
         }
         return found
+    }
+
+    /// Other places in `references` (those a result lists) that the room search's hits point to:
+    /// up to `peakSearchBins` of its busiest offset bins there, each fitted from 2 aligned anchors
+    /// at unchanged speed, as the peak search fits them. They only compete to lead their
+    /// reference (`leading`): in a room a partial repeat can gather more anchors than the right
+    /// place, which may gather too few to pass any search. Printed over the queries that found
+    /// the right recording at the wrong place in 7 living-room conditions (stop 35), the right
+    /// place scored 2 or more standard deviations higher in 12 of 68, and no search had found it.
+    private func otherPlaces(in references: Set<Int>, queryFrames: Double) -> [Candidate] {
+        guard peakSearchBins > 0, !references.isEmpty else { return [] }
+        let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
+        let catalog = self.catalog
+        let bins = busiestBins(peakSearchBins, from: 2).filter {
+            // The reference the bin's centre puts the query's start in.
+            guard let r = catalog.referenceIndex(containing: $0 * binWidth + binWidth / 2 - margin) else { return false }
+            return references.contains(r)
+        }
+        gatherHits(near: bins, queryFrames: queryFrames)
+        var places: [Candidate] = []
+        for k in bins.indices {
+            if let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
+                              slopes: 1...1), references.contains(c.referenceIndex) {
+                places.append(c)
+            }
+        }
+        return places
     }
 
     /// Aligned anchors (of the coarse stage's quarter) from which the runner-up hypothesis is
