@@ -272,6 +272,11 @@ struct RankingTests {
             .map(\.offset) == [130, 10, 50])
         #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 6)]) { scores[$0.offset]! }
             .map(\.offset) == [10, 50])
+        // A found place that beats the leader by its margin still leads when a place no search
+        // found scores higher without beating the wider margin.
+        let both: [Double: Double] = [10: 10, 130: 12.5, 200: 12.8, 50: 10]
+        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 200, 3)]) { both[$0.offset]! }
+            .map(\.offset) == [130, 10, 50])
     }
 }
 

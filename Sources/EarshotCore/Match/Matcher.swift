@@ -298,7 +298,8 @@ public final class Matcher {
             if found.isEmpty {
                 found = peakSearch(queryFrames: queryFrames)
             } else {
-                elsewhere = otherPlaces(in: Set(Self.ranked(found).map(\.referenceIndex)), queryFrames: queryFrames)
+                // Every recording found (`leading` looks only at those the ranking keeps).
+                elsewhere = otherPlaces(in: Set(found.map(\.referenceIndex)), queryFrames: queryFrames)
             }
         }
         lastFound = found
@@ -384,7 +385,8 @@ public final class Matcher {
             let group = Array(ranked[start..<end])
             start = end
             // Every position of this reference, the ranked ones first, then by aligned anchors
-            // (the better fit of a place found both ways), each with the margin it needs.
+            // (the better fit of a place found both ways; at a tie, the search's, listed first:
+            // the sort is stable), each with the margin it needs.
             var positions = group
             var margins = [Double](repeating: leadMargin, count: group.count)
             let others = (found.map { ($0, leadMargin) } + elsewhere.map { ($0, elsewhereMargin) })
@@ -399,8 +401,9 @@ public final class Matcher {
                 continue
             }
             let scores = positions.map(score)
-            let best = scores.indices.max { scores[$0] != scores[$1] ? scores[$0] < scores[$1] : $0 > $1 }!
-            let leader = scores[best] >= scores[0] + margins[best] ? best : 0
+            // The best-scoring place among those that beat the ranked leader by their margin.
+            let leader = positions.indices.filter { $0 == 0 || scores[$0] >= scores[0] + margins[$0] }
+                .max { scores[$0] != scores[$1] ? scores[$0] < scores[$1] : $0 > $1 }!
             var rest = group.indices.filter { abs(group[$0].offset - positions[leader].offset) >= distinctPositions }
             rest.sort { scores[$0] != scores[$1] ? scores[$0] > scores[$1] : $0 < $1 }
             // The reference is matched as surely as its best place says; the leader says where.
@@ -652,8 +655,8 @@ public final class Matcher {
     }
 
     /// Other places in `references` (those a result lists) that the room search's hits point to:
-    /// up to `peakSearchBins` of its busiest offset bins there, each fitted from 2 aligned anchors
-    /// at unchanged speed, as the peak search fits them. They only compete to lead their
+    /// those of its `peakSearchBins` busiest offset bins that fall there, each fitted from 2
+    /// aligned anchors at unchanged speed, as the peak search fits them. They only compete to lead their
     /// reference (`leading`): in a room a partial repeat can gather more anchors than the right
     /// place, which may gather too few to pass any search. Printed over the queries that found
     /// the right recording at the wrong place in 7 living-room conditions (stop 35), the right
@@ -663,8 +666,9 @@ public final class Matcher {
         let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
         let catalog = self.catalog
         let bins = busiestBins(peakSearchBins, from: 2).filter {
-            // The reference the bin's centre puts the query's start in.
-            guard let r = catalog.referenceIndex(containing: $0 * binWidth + binWidth / 2 - margin) else { return false }
+            // The reference the bin's centre puts the query's middle in, as `verify` places a fit.
+            let middle = $0 * binWidth + binWidth / 2 - margin + Int(queryFrames / 2)
+            guard let r = catalog.referenceIndex(containing: middle) else { return false }
             return references.contains(r)
         }
         gatherHits(near: bins, queryFrames: queryFrames)
