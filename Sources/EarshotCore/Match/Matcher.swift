@@ -638,48 +638,47 @@ public final class Matcher {
     /// fitted freely between 0.94 and 1.06 misplaced the query's end by up to half a second — and
     /// confirmed by the reference's peaks (`peakSearchScore(inliers:requiredInliers:)`).
     private func peakSearch(queryFrames: Double) -> [Candidate] {
-        guard peakSearchBins > 0 else { return [] }
-        let bins = busiestBins(peakSearchBins, from: 2)
-        gatherHits(near: bins, queryFrames: queryFrames)
-        var found: [Candidate] = []
-        for k in bins.indices {
-            guard let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
-                                 slopes: 1...1),
-                var confirmed = confirmed(c, queryFrames: queryFrames,
-                                          score: Self.peakSearchScore(inliers: c.inliers, requiredInliers: requiredInliers))
-            else { continue }
-            confirmed.lastResort = true
-            found.append(confirmed)
+        twoAnchorPlaces(queryFrames: queryFrames).compactMap { c in
+            var confirmed = confirmed(c, queryFrames: queryFrames,
+                                      score: Self.peakSearchScore(inliers: c.inliers, requiredInliers: requiredInliers))
+            confirmed?.lastResort = true
+            return confirmed
         }
-        return found
     }
 
-    /// Other places in `references` (those a result lists) that the room search's hits point to:
-    /// those of its `peakSearchBins` busiest offset bins that fall there, each fitted from 2
-    /// aligned anchors at unchanged speed, as the peak search fits them. They only compete to lead their
-    /// reference (`leading`): in a room a partial repeat can gather more anchors than the right
-    /// place, which may gather too few to pass any search. Printed over the queries that found
-    /// the right recording at the wrong place in 7 living-room conditions (stop 35), the right
-    /// place scored 2 or more standard deviations higher in 12 of 68, and no search had found it.
+    /// Other places in `references` (those a result lists) that the room search's hits point to
+    /// (`twoAnchorPlaces`). They only compete to lead their reference (`leading`): in a room a
+    /// partial repeat can gather more anchors than the right place, which may gather too few to
+    /// pass any search. Printed over the queries that found the right recording at the wrong place
+    /// in 7 living-room conditions (stop 35), the right place scored 2 or more standard deviations
+    /// higher in 12 of 68, and no search had found it.
     private func otherPlaces(in references: Set<Int>, queryFrames: Double) -> [Candidate] {
-        guard peakSearchBins > 0, !references.isEmpty else { return [] }
-        let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
-        let catalog = self.catalog
-        let bins = busiestBins(peakSearchBins, from: 2).filter {
-            // The reference the bin's centre puts the query's middle in, as `verify` places a fit.
-            let middle = $0 * binWidth + binWidth / 2 - margin + Int(queryFrames / 2)
-            guard let r = catalog.referenceIndex(containing: middle) else { return false }
-            return references.contains(r)
-        }
-        gatherHits(near: bins, queryFrames: queryFrames)
-        var places: [Candidate] = []
-        for k in bins.indices {
-            if let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
-                              slopes: 1...1), references.contains(c.referenceIndex) {
-                places.append(c)
+        references.isEmpty ? [] : twoAnchorPlaces(in: references, queryFrames: queryFrames)
+    }
+
+    /// The places the room search's hits (held now) make in up to `peakSearchBins` of their
+    /// busiest offset bins — those in `references` when given — each fitted from 2 aligned anchors
+    /// at unchanged speed (`peakSearch` says why the slope is kept at 1).
+    private func twoAnchorPlaces(in references: Set<Int>? = nil, queryFrames: Double) -> [Candidate] {
+        guard peakSearchBins > 0 else { return [] }
+        var bins = busiestBins(peakSearchBins, from: 2)
+        if let references {
+            let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
+            let catalog = self.catalog
+            bins.removeAll {
+                // The reference the bin's centre puts the query's middle in, as `verify` places a fit.
+                let middle = $0 * binWidth + binWidth / 2 - margin + Int(queryFrames / 2)
+                return catalog.referenceIndex(containing: middle).map { !references.contains($0) } ?? true
             }
         }
-        return places
+        gatherHits(near: bins, queryFrames: queryFrames)
+        return bins.indices.compactMap { k in
+            guard let c = verify(hypothesis: Self.unchangedSpeed, hits: k, queryFrames: queryFrames, minimumInliers: 2,
+                                 slopes: 1...1),
+                references?.contains(c.referenceIndex) ?? true
+            else { return nil }
+            return c
+        }
     }
 
     /// Aligned anchors (of the coarse stage's quarter) from which the runner-up hypothesis is
