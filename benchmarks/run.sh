@@ -5,6 +5,8 @@
 #   benchmarks/run.sh recognition     # or: scale; any earshot-bench options may follow,
 #   benchmarks/run.sh all --quick     #     e.g. --quick, --queries 200, --seed 7
 #   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
+#   benchmarks/run.sh second-corpus   # recognition on other music (Wesnoth, LinCity-NG, X-Moto), a check
+#                                     # that what holds on the first corpus holds elsewhere (~7 minutes)
 #
 # Installs what is missing (lame, sox, libsox-fmt-all, espeak-ng, festival and two of its voices
 # from Debian), fetches the corpus into
@@ -14,6 +16,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 mkdir -p "$root/benchmarks/cache"
+
+# `second-corpus`: the recognition benchmark on music of other albums and genres than the first
+# corpus's, in its own cache folder; its tables go to benchmarks/cache/RESULTS-second-corpus.md.
+second_corpus="$root/benchmarks/cache/second-corpus"
+second_corpus_packages="wesnoth-1.16-music lincity-ng-data xmoto-data"
 
 # `library` measures earshotd's database, not recognition: no tools, no corpus.
 if [[ "${1:-}" != library ]]; then
@@ -32,7 +39,11 @@ if [[ "${1:-}" != library ]]; then
         $sudo apt-get install -y "${need[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${need[@]}"; }
     fi
 
-    scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
+    if [[ "${1:-}" == second-corpus ]]; then
+        EARSHOT_CORPUS_PACKAGES="$second_corpus_packages" scripts/fetch-benchmark-corpus.sh "$second_corpus"
+    else
+        EARSHOT_CORPUS_PACKAGES= scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
+    fi
 fi
 
 swift build -c release --product earshot-bench
@@ -42,9 +53,17 @@ bin="$(swift build -c release --product earshot-bench --show-bin-path)/earshot-b
 
 args=("$@")
 ((${#args[@]})) || args=(all)
+results="$root/benchmarks/RESULTS.md (or benchmarks/cache/RESULTS-quick.md with --quick)"
+details="$root/benchmarks/cache/last-run-queries.tsv"
+if [[ ${args[0]} == second-corpus ]]; then
+    results="$root/benchmarks/cache/RESULTS-second-corpus.md"
+    [[ " ${args[*]} " == *" --quick "* ]] && results="$root/benchmarks/cache/RESULTS-second-corpus-quick.md"
+    details="$root/benchmarks/cache/second-corpus-queries.tsv"
+    args=(recognition --corpus "$second_corpus" --results "$results" --details "$details" "${args[@]:1}")
+fi
 "$bin" "${args[@]}" 2>&1 | tee "$root/benchmarks/cache/last-run.log"
 
 echo
-echo "results:           $root/benchmarks/RESULTS.md (or benchmarks/cache/RESULTS-quick.md with --quick)"
+echo "results:           $results"
 echo "log of this run:   $root/benchmarks/cache/last-run.log"
-echo "per-query details: $root/benchmarks/cache/last-run-queries.tsv"
+echo "per-query details: $details"

@@ -2,8 +2,11 @@
 # Fetches the recognition benchmark's audio corpus from Debian packages and lists it.
 #
 #   scripts/fetch-benchmark-corpus.sh [CACHE_DIR]      (default: benchmarks/cache, git-ignored)
+#   EARSHOT_CORPUS_PACKAGES="wesnoth-1.16-music xmoto-data" scripts/fetch-benchmark-corpus.sh DIR
+#                                                      (another corpus, for `earshot-bench --corpus DIR`)
 #
-# Packages: warzone2100-music (30 Opus music tracks, GPL/CC) and boswars-data (mostly unit sound
+# Packages (the default; EARSHOT_CORPUS_PACKAGES names others, Debian 12's names; every .deb in
+# CACHE_DIR/debs is unpacked, so give another corpus its own folder): warzone2100-music (30 Opus music tracks, GPL/CC) and boswars-data (mostly unit sound
 # effects of a few seconds, plus a few spoken tutorial lines; its only long Ogg file is a Theora
 # video). Everything is unpacked with `dpkg-deb -x` into CACHE_DIR/root; nothing is installed.
 # Audio files shorter than MIN_SECONDS (default 15) and files that are not audio (video Ogg) are
@@ -16,7 +19,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${1:-$here/benchmarks/cache}"
 min_seconds="${MIN_SECONDS:-15}"
-packages=(warzone2100-music boswars-data)
+read -r -a packages <<<"${EARSHOT_CORPUS_PACKAGES:-warzone2100-music boswars-data}"
+((${#packages[@]})) || { echo "EARSHOT_CORPUS_PACKAGES names no package" >&2; exit 1; }
 
 mkdir -p "$cache/debs" "$cache/root"
 cache="$(cd "$cache" && pwd)"

@@ -81,10 +81,15 @@ struct PeakSearchTests {
         #expect(Matcher.peakSearchScore(inliers: 2, requiredInliers: minimum) == Matcher.peakSearchScore)
         #expect(Matcher.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == Matcher.peakSearchScore)
         // At the anchors a confirmation starts from, more than it asks (64 places, not a few)…
-        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 4.25)
-        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) > Matcher.verificationScore)
-        // … and 1.25 at 8, where chance over those places stayed below 0.
-        #expect(Matcher.peakSearchScore(inliers: 8, requiredInliers: minimum) == 1.25)
+        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5)
+        for inliers in confirmation...(confirmation + 1) {
+            #expect(Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)
+                > Matcher.confirmationScore(inliers: inliers, requiredInliers: minimum))
+        }
+        // … 3 at 6, as much as a confirmation asks there, and the floor from 8.
+        #expect(Matcher.peakSearchScore(inliers: 6, requiredInliers: minimum)
+            == Matcher.confirmationScore(inliers: 6, requiredInliers: minimum))
+        #expect(Matcher.peakSearchScore(inliers: 8, requiredInliers: minimum) == Matcher.peakSearchLeastScore)
         var previous = Double.infinity
         for inliers in 2...40 {
             let score = Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)
@@ -98,5 +103,26 @@ struct PeakSearchTests {
         // `confirmed` skips the shifts' look when the density alone turns a place away: sound
         // only while every threshold is above 0.
         #expect(Matcher.peakSearchLeastScore > 0)
+    }
+
+    /// A search's confirmation asks most of a candidate with fewest anchors (4 at 4, 3.5 at 5),
+    /// from 6 on what a session's check always asks, and a larger catalog moves that one anchor
+    /// later per anchor it requires more.
+    @Test func aConfirmationAsksMoreOfFewerAnchors() {
+        let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
+        #expect(Matcher.confirmationScore(inliers: confirmation, requiredInliers: minimum) == 4)
+        #expect(Matcher.confirmationScore(inliers: confirmation + 1, requiredInliers: minimum) == 3.5)
+        #expect(Matcher.confirmationScore(inliers: confirmation + 2, requiredInliers: minimum) == Matcher.verificationScore)
+        var previous = Double.infinity
+        for inliers in confirmation...30 {
+            let score = Matcher.confirmationScore(inliers: inliers, requiredInliers: minimum)
+            #expect(score <= previous)
+            #expect(score >= Matcher.verificationScore)
+            #expect(Matcher.confirmationScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
+            previous = score
+        }
+        // In a larger catalog, the floor's score is still the most asked.
+        #expect(Matcher.confirmationScore(inliers: confirmation, requiredInliers: minimum + 1) == 4)
+        #expect(Matcher.verificationScore > 0)
     }
 }

@@ -117,8 +117,16 @@ struct Corpus {
             files.append(CorpusFile(id: id, name: name, samples: samples, path: paths[i], group: groupKey(stems[i])))
         }
         guard files.count >= 2 else { throw BenchError("the corpus needs at least two usable files, found \(files.count)") }
-        return Corpus(files: files, description: "Debian packages warzone2100-music, boswars-data",
+        return Corpus(files: files, description: packagesDescription(directory),
                       skipped: skipped, decodeSeconds: decodeSeconds, filesFromCache: slots.fromCache)
+    }
+
+    /// The Debian packages the fetch script downloaded into `directory`/debs ("warzone2100-music,
+    /// boswars-data" for the default corpus), named as the conditions table names the corpus.
+    static func packagesDescription(_ directory: String) -> String {
+        let debs = (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/debs")) ?? []
+        let names = debs.filter { $0.hasSuffix(".deb") }.compactMap { $0.split(separator: "_").first.map(String.init) }.sorted()
+        return names.isEmpty ? "the audio files in \(directory)" : "Debian packages " + names.joined(separator: ", ")
     }
 
     /// "track3_enhanced" and "track3" are versions of the same piece.

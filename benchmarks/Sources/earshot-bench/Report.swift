@@ -260,7 +260,7 @@ enum Report {
         s += looseRecallTable(ran)
         s += survivalTable(ran)
         s += "\n(Verdicts: miss = no match; wrong-item = another file on top and the right one absent; wrong-top = the right file "
-        s += "matched but not first; offset-off = right file, offset error > 0.1 s. Per-query rows: `benchmarks/cache/last-run-queries.tsv`.)\n"
+        s += "matched but not first; offset-off = right file, offset error > 0.1 s. Per-query rows: the run's `--details` file, by default `benchmarks/cache/last-run-queries.tsv`.)\n"
         return s
     }
 
