@@ -5,10 +5,10 @@
 #   EARSHOT_CORPUS_PACKAGES="wesnoth-1.16-music xmoto-data" scripts/fetch-benchmark-corpus.sh DIR
 #                                                      (another corpus, for `earshot-bench --corpus DIR`)
 #
-# Packages (the default; EARSHOT_CORPUS_PACKAGES names others, Debian 12's names; every .deb in
-# CACHE_DIR/debs is unpacked, so give another corpus its own folder): warzone2100-music (30 Opus music tracks, GPL/CC) and boswars-data (mostly unit sound
-# effects of a few seconds, plus a few spoken tutorial lines; its only long Ogg file is a Theora
-# video). Everything is unpacked with `dpkg-deb -x` into CACHE_DIR/root; nothing is installed.
+# Packages by default: warzone2100-music (30 Opus music tracks, GPL/CC) and boswars-data (mostly
+# unit sound effects of a few seconds, plus a few spoken tutorial lines; its only long Ogg file is
+# a Theora video). EARSHOT_CORPUS_PACKAGES names others (Debian 12's names); every .deb in
+# CACHE_DIR/debs is unpacked, so give another corpus its own folder. Everything is unpacked with `dpkg-deb -x` into CACHE_DIR/root; nothing is installed.
 # Audio files shorter than MIN_SECONDS (default 15) and files that are not audio (video Ogg) are
 # left out. The kept files are written, one "seconds<TAB>path" per line, to CACHE_DIR/corpus.tsv,
 # which earshot-bench reads. Running it again reuses what is already there.

@@ -625,8 +625,15 @@ public final class Matcher {
     /// 4 at 5 … 2 at 7, 1 from 8. A catalog that requires more anchors for a match
     /// (`requiredInliers` above `minimumInliers`) moves the schedule as many anchors later.
     static func peakSearchScore(inliers: Int, requiredInliers: Int) -> Double {
-        let beyond = max(0, inliers - (confirmationFloor - 1) - (requiredInliers - minimumInliers))
+        let beyond = anchors(inliers, beyond: confirmationFloor - 1, requiredInliers: requiredInliers)
         return max(peakSearchLeastScore, peakSearchScore - peakSearchScoreStep * Double(beyond))
+    }
+
+    /// Where a schedule of scores by aligned anchors stands: `inliers` past `start` (0 at or below
+    /// it), counted from as many anchors later as the catalog requires beyond `minimumInliers`
+    /// (chance grows with the catalog, `requiredInliers(entryCount:)`).
+    static func anchors(_ inliers: Int, beyond start: Int, requiredInliers: Int) -> Int {
+        max(0, inliers - start - (requiredInliers - minimumInliers))
     }
 
     /// The last resort of a query every stage leaves without a candidate: the places where a
@@ -656,7 +663,7 @@ public final class Matcher {
     /// in 7 living-room conditions (stop 35), the right place scored 2 or more standard deviations
     /// higher in 12 of 68, and no search had found it.
     private func otherPlaces(in references: Set<Int>, queryFrames: Double) -> [Candidate] {
-        references.isEmpty ? [] : twoAnchorPlaces(in: references, queryFrames: queryFrames)
+        twoAnchorPlaces(in: references, queryFrames: queryFrames)
     }
 
     /// The places the room search's hits (held now) make in up to `peakSearchBins` of their
@@ -719,7 +726,7 @@ public final class Matcher {
     /// `peakSearchScore(inliers:requiredInliers:)`. The anchors are counted as found: the room
     /// search's and a refined hypothesis's extra anchors are not taken off (measured so).
     static func confirmationScore(inliers: Int, requiredInliers: Int) -> Double {
-        let beyond = max(0, inliers - confirmationFloor - (requiredInliers - minimumInliers))
+        let beyond = anchors(inliers, beyond: confirmationFloor, requiredInliers: requiredInliers)
         return beyond < fewAnchorConfirmationScores.count ? fewAnchorConfirmationScores[beyond] : verificationScore
     }
 
