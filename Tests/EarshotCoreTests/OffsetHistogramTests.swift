@@ -46,6 +46,51 @@ struct OffsetHistogramTests {
         }
     }
 
+    /// Weighted hits: each bin's weight is the sum over it and its neighbours, as its count is,
+    /// and the counts are those of the unweighted walk; a walk without weights passes 0. Twice,
+    /// the second time with more hits (the scratch grows), for one, two and three radix passes.
+    @Test(arguments: [2_000, 33_000_000, CatalogLayout.maximumTimelineFrames])
+    func weighsEveryBinAndItsNeighbours(timelineFrames: Int) {
+        var histogram = OffsetHistogram(timelineFrames: timelineFrames, margin: 1_000)
+        var random = SeededRandom(seed: UInt64(timelineFrames) + 7)
+        for clusters in [100, 400] {
+            var queryFrames: [Int32] = [], referenceFrames: [Int32] = [], weights: [Float] = []
+            var expectedHits: [Int: Int] = [:], expectedWeight: [Int: Double] = [:]
+            for _ in 0..<clusters {
+                let centre = Int(random.next() % UInt64(timelineFrames)) - 500
+                for _ in 0...Int(random.next() % 4) {
+                    let offset = centre + Int(random.next() % 96)
+                    guard let bin = histogram.bin(ofOffset: offset) else { continue }
+                    let queryFrame = Int32(random.next() % 900)
+                    let weight = 1 / Float(1 + random.next() % 8)
+                    queryFrames.append(queryFrame)
+                    referenceFrames.append(queryFrame + Int32(offset))
+                    weights.append(weight)
+                    expectedHits[bin, default: 0] += 1
+                    expectedWeight[bin, default: 0] += Double(weight)
+                }
+            }
+            var seen: [(bin: Int, hits: Int, weight: Double)] = []
+            histogram.forEachBin(queryFrames: queryFrames, referenceFrames: referenceFrames, weights: weights) {
+                seen.append(($0, $1, $2))
+            }
+            #expect(seen.map(\.bin) == expectedHits.keys.sorted(), "every bin hit, once, ascending")
+            for (bin, hits, weight) in seen {
+                let wantHits = (bin - 1...bin + 1).reduce(0) { $0 + (expectedHits[$1] ?? 0) }
+                let wantWeight = (bin - 1...bin + 1).reduce(0.0) { $0 + (expectedWeight[$1] ?? 0) }
+                #expect(hits == wantHits, "bin \(bin)")
+                #expect(abs(weight - wantWeight) < 1e-4, "bin \(bin): \(weight) against \(wantWeight)")
+            }
+            var unweighted: [(Int, Int, Double)] = []
+            histogram.forEachBin(queryFrames: queryFrames, referenceFrames: referenceFrames, weights: nil) {
+                unweighted.append(($0, $1, $2))
+            }
+            #expect(unweighted.map(\.0) == seen.map(\.bin))
+            #expect(unweighted.map(\.1) == seen.map(\.hits))
+            #expect(unweighted.allSatisfy { $0.2 == 0 })
+        }
+    }
+
     @Test func offsetsOutsideTheTimelineHaveNoBin() {
         let histogram = OffsetHistogram(timelineFrames: 10_000, margin: 64)
         #expect(histogram.bin(ofOffset: -64) == 0)

@@ -46,6 +46,44 @@ struct PeakSearchTests {
         #expect(fromFewAnchors >= queries / 6, "\(fromFewAnchors) found from fewer than \(Matcher.confirmationFloor) anchors")
     }
 
+    /// The places of rare landmarks (`Matcher.rareLandmarkBins`): hits weighted by 1 / their
+    /// landmark's hits, only landmarks of at most `rareLandmarkHits`, from 2 hits, away from the
+    /// bins taken.
+    @Test func rareLandmarksRankThePlacesTheyPointTo() throws {
+        let matcher = Matcher(catalog: fixture.catalog)
+        let width = 1 << OffsetHistogram.binShift
+        try #require(matcher.catalog.timelineFrames > 400 * width)
+        var queryFrames: [Int32] = [], referenceFrames: [Int32] = [], sources: [UInt32] = []
+        var landmark: UInt32 = 0, spare = 60
+        /// One landmark: one hit at each bin of `at`, the rest of its `hits` alone, 3 bins apart.
+        func add(hits: Int, at bins: [Int] = []) {
+            for k in 0..<hits {
+                let bin: Int
+                if k < bins.count { bin = bins[k] } else { bin = spare; spare += 3 }
+                queryFrames.append(Int32(landmark) * 4)
+                referenceFrames.append(Int32(landmark) * 4 + Int32(bin * width + width / 2))
+                sources.append(landmark << 4)
+            }
+            landmark += 1
+        }
+        add(hits: 40, at: [10, 20, 30, 40, 50])            // everywhere: not rare
+        add(hits: 1, at: [10]); add(hits: 1, at: [10])      // bin 10: weight 2
+        for _ in 0..<3 { add(hits: 3, at: [20]) }            // bin 20: weight 3 × 1/3
+        add(hits: 1, at: [25])                               // one hit: no fit
+        add(hits: 1, at: [30]); add(hits: 1, at: [30])      // bin 30: near a bin taken
+        add(hits: Matcher.rareLandmarkHits + 1, at: [40])   // bin 40: landmarks just too common
+        add(hits: Matcher.rareLandmarkHits + 1, at: [40])
+        add(hits: Matcher.rareLandmarkHits, at: [50])       // bin 50: weight 2 / 16
+        add(hits: Matcher.rareLandmarkHits, at: [50])
+        try #require(spare < 400)
+        matcher.holdHits(queryFrames: queryFrames, referenceFrames: referenceFrames, sources: sources)
+        let bin = { (b: Int) in matcher.histogram.bin(ofOffset: b * width + width / 2)! }
+        #expect(matcher.rareLandmarkBins(4, apartFrom: [bin(30) + 2]) == [bin(10), bin(20), bin(50)])
+        #expect(matcher.rareLandmarkBins(2, apartFrom: [bin(30) + 2]) == [bin(10), bin(20)])
+        #expect(matcher.rareLandmarkBins(4, apartFrom: [bin(10) - 2, bin(50) + 1]) == [bin(30), bin(20)])
+        #expect(matcher.rareLandmarkBins(0, apartFrom: []).isEmpty)
+    }
+
     /// A query another stage finds never gets a place of the peak search: it is a last resort.
     @Test func aQueryFoundOtherwiseHasNoLastResort() throws {
         let matcher = Matcher(catalog: fixture.catalog)
@@ -59,8 +97,8 @@ struct PeakSearchTests {
         }
     }
 
-    /// Unrelated music, whole or thinned like the queries above, is found nowhere: 64 places
-    /// looked at per query, none of them above the peak search's threshold.
+    /// Unrelated music, whole or thinned like the queries above, is found nowhere: up to 80
+    /// places looked at per query, none of them above the peak search's threshold.
     @Test func unrelatedAudioIsFoundNowhere() throws {
         let matcher = Matcher(catalog: fixture.catalog)
         for seed in UInt64(800)..<UInt64(808) {
@@ -80,7 +118,7 @@ struct PeakSearchTests {
         let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
         #expect(Matcher.peakSearchScore(inliers: 2, requiredInliers: minimum) == Matcher.peakSearchScore)
         #expect(Matcher.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == Matcher.peakSearchScore)
-        // At the anchors a confirmation starts from, more than it asks (64 places, not a few)…
+        // At the anchors a confirmation starts from, more than it asks (80 places, not a few)…
         #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5)
         for inliers in confirmation...(confirmation + 1) {
             #expect(Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)

@@ -12,6 +12,9 @@ struct OffsetHistogram {
     /// The bins of the hits being counted (scratch, kept between calls).
     private var hits: [UInt32] = []
     private var scratch: [UInt32] = []
+    /// The weights of the hits being counted, when weighted, in the order of `hits` (scratch).
+    private var hitWeights: [Float] = []
+    private var weightScratch: [Float] = []
     /// Radix digits: `passes` of `digitBits` cover every bin.
     private let passes: Int
     private let digitBits: Int
@@ -43,7 +46,18 @@ struct OffsetHistogram {
     /// bins. Hit `i` is at offset `referenceFrames[i] − queryFrames[i]`, which `bin(ofOffset:)`
     /// accepted when it was collected.
     mutating func forEachBin(queryFrames: [Int32], referenceFrames: [Int32], _ body: (Int, Int) -> Void) {
+        forEachBin(queryFrames: queryFrames, referenceFrames: referenceFrames, weights: nil) { bin, hits, _ in
+            body(bin, hits)
+        }
+    }
+
+    /// As `forEachBin(queryFrames:referenceFrames:_:)`, and hit `i` weighs `weights[i]`:
+    /// `body(bin, hits, their weight)`, both summed over bin-1...bin+1. Without weights the
+    /// weight passed is 0.
+    mutating func forEachBin(queryFrames: [Int32], referenceFrames: [Int32], weights: [Float]?,
+                             _ body: (Int, Int, Double) -> Void) {
         precondition(queryFrames.count == referenceFrames.count)
+        precondition(weights.map { $0.count == queryFrames.count } ?? true)
         let n = queryFrames.count
         guard n > 0 else { return }
         if hits.count < n { hits = [UInt32](repeating: 0, count: n + n / 4) }
@@ -55,39 +69,60 @@ struct OffsetHistogram {
                 }
             }
         }
-        sortHits(count: n)
+        if let weights {
+            if hitWeights.count < n { hitWeights = [Float](repeating: 0, count: n + n / 4) }
+            hitWeights.withUnsafeMutableBufferPointer { w in
+                for i in 0..<n { w[i] = weights[i] }
+            }
+        }
+        let weighted = weights != nil
+        sortHits(count: n, carryingWeights: weighted)
         hits.withUnsafeBufferPointer { all in
-            let sorted = UnsafeBufferPointer(rebasing: all[0..<n])
-            // Runs of one bin, with the runs before and after for the neighbours' counts; each
-            // run is measured once, as the next run, then used as the current one.
-            var previous = (bin: -2, count: 0)
-            var start = 0
-            var count = Self.runLength(sorted, from: 0)
-            while start < n {
-                let bin = Int(sorted[start])
-                let end = start + count
-                let following = end < n ? Self.runLength(sorted, from: end) : 0
-                let next = end < n && Int(sorted[end]) == bin + 1 ? following : 0
-                let before = previous.bin == bin - 1 ? previous.count : 0
-                body(bin, before + count + next)
-                previous = (bin, count)
-                start = end
-                count = following
+            hitWeights.withUnsafeBufferPointer { allWeights in
+                let sorted = UnsafeBufferPointer(rebasing: all[0..<n])
+                let sortedWeights = weighted ? UnsafeBufferPointer(rebasing: allWeights[0..<n]) : nil
+                // Runs of one bin, with the runs before and after for the neighbours' counts; each
+                // run is measured once, as the next run, then used as the current one.
+                var previous = Run(bin: -2, count: 0, weight: 0)
+                var current = Self.run(sorted, sortedWeights, from: 0)
+                var start = 0
+                while start < n {
+                    let end = start + current.count
+                    let following = end < n ? Self.run(sorted, sortedWeights, from: end) : Run(bin: -2, count: 0, weight: 0)
+                    let next = following.bin == current.bin + 1 ? following : Run(bin: -2, count: 0, weight: 0)
+                    let before = previous.bin == current.bin - 1 ? previous : Run(bin: -2, count: 0, weight: 0)
+                    body(current.bin, before.count + current.count + next.count, before.weight + current.weight + next.weight)
+                    previous = current
+                    start = end
+                    current = following
+                }
             }
         }
     }
 
-    /// Length of the run of equal values starting at `start`.
-    @inline(__always)
-    private static func runLength(_ sorted: UnsafeBufferPointer<UInt32>, from start: Int) -> Int {
-        var end = start + 1
-        while end < sorted.count, sorted[end] == sorted[start] { end += 1 }
-        return end - start
+    /// A run of equal bins in the sorted hits: its length and the sum of its hits' weights.
+    private struct Run {
+        var bin: Int
+        var count: Int
+        var weight: Double
     }
 
-    /// Sorts `hits[0..<n]` ascending: least significant digit first, each pass a stable scatter.
-    private mutating func sortHits(count n: Int) {
+    /// The run of equal bins starting at `start` (its weight 0 without weights).
+    @inline(__always)
+    private static func run(_ sorted: UnsafeBufferPointer<UInt32>, _ weights: UnsafeBufferPointer<Float>?,
+                            from start: Int) -> Run {
+        var end = start + 1
+        while end < sorted.count, sorted[end] == sorted[start] { end += 1 }
+        var weight = 0.0
+        if let weights { for i in start..<end { weight += Double(weights[i]) } }
+        return Run(bin: Int(sorted[start]), count: end - start, weight: weight)
+    }
+
+    /// Sorts `hits[0..<n]` ascending, and `hitWeights[0..<n]` with them when carried: least
+    /// significant digit first, each pass a stable scatter.
+    private mutating func sortHits(count n: Int, carryingWeights: Bool) {
         if scratch.count < n { scratch = [UInt32](repeating: 0, count: n + n / 4) }
+        if carryingWeights, weightScratch.count < n { weightScratch = [Float](repeating: 0, count: n + n / 4) }
         let mask = UInt32((1 << digitBits) - 1)
         let digits = 1 << digitBits
         for pass in 0..<passes {
@@ -103,17 +138,32 @@ struct OffsetHistogram {
                             counts[d] = sum
                             sum += c
                         }
-                        for i in 0..<n {
-                            let v = source[i]
-                            let d = Int((v >> shift) & mask)
-                            target[counts[d]] = v
-                            counts[d] += 1
+                        if carryingWeights {
+                            hitWeights.withUnsafeBufferPointer { sourceWeights in
+                                weightScratch.withUnsafeMutableBufferPointer { targetWeights in
+                                    for i in 0..<n {
+                                        let v = source[i]
+                                        let d = Int((v >> shift) & mask)
+                                        target[counts[d]] = v
+                                        targetWeights[counts[d]] = sourceWeights[i]
+                                        counts[d] += 1
+                                    }
+                                }
+                            }
+                        } else {
+                            for i in 0..<n {
+                                let v = source[i]
+                                let d = Int((v >> shift) & mask)
+                                target[counts[d]] = v
+                                counts[d] += 1
+                            }
                         }
                     }
                 }
             }
             // The sorted pass becomes `hits`, the next pass's source (both hold at least n).
             swap(&hits, &scratch)
+            if carryingWeights { swap(&hitWeights, &weightScratch) }
         }
     }
 }
