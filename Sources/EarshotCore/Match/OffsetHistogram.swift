@@ -45,6 +45,7 @@ struct OffsetHistogram {
     /// Calls `body(bin, hits in bin-1...bin+1)` once for every bin hit, in ascending order of
     /// bins. Hit `i` is at offset `referenceFrames[i] − queryFrames[i]`, which `bin(ofOffset:)`
     /// accepted when it was collected.
+    @inline(__always)
     mutating func forEachBin(queryFrames: [Int32], referenceFrames: [Int32], _ body: (Int, Int) -> Void) {
         forEachBin(queryFrames: queryFrames, referenceFrames: referenceFrames, weights: nil) { bin, hits, _ in
             body(bin, hits)
@@ -53,7 +54,10 @@ struct OffsetHistogram {
 
     /// As `forEachBin(queryFrames:referenceFrames:_:)`, and hit `i` weighs `weights[i]`:
     /// `body(bin, hits, their weight)`, both summed over bin-1...bin+1. Without weights the
-    /// weight passed is 0.
+    /// weight passed is 0. Inlined, with the unweighted form, so each caller's `body` is inlined
+    /// into the walk instead of called per bin: a 100 h search walks hundreds of thousands of bins
+    /// per query (alternated on the Scale benchmark's queries, 10 % less time at 100 h; stop 37).
+    @inline(__always)
     mutating func forEachBin(queryFrames: [Int32], referenceFrames: [Int32], weights: [Float]?,
                              _ body: (Int, Int, Double) -> Void) {
         precondition(queryFrames.count == referenceFrames.count)
