@@ -76,7 +76,7 @@ struct OffsetHistogram {
         if let weights {
             if hitWeights.count < n { hitWeights = [Float](repeating: 0, count: n + n / 4) }
             hitWeights.withUnsafeMutableBufferPointer { w in
-                for i in 0..<n { w[i] = weights[i] }
+                weights.withUnsafeBufferPointer { _ = w.update(fromContentsOf: $0) }
             }
         }
         let weighted = weights != nil
@@ -87,14 +87,14 @@ struct OffsetHistogram {
                 let sortedWeights = weighted ? UnsafeBufferPointer(rebasing: allWeights[0..<n]) : nil
                 // Runs of one bin, with the runs before and after for the neighbours' counts; each
                 // run is measured once, as the next run, then used as the current one.
-                var previous = Run(bin: -2, count: 0, weight: 0)
+                var previous = Run.none
                 var current = Self.run(sorted, sortedWeights, from: 0)
                 var start = 0
                 while start < n {
                     let end = start + current.count
-                    let following = end < n ? Self.run(sorted, sortedWeights, from: end) : Run(bin: -2, count: 0, weight: 0)
-                    let next = following.bin == current.bin + 1 ? following : Run(bin: -2, count: 0, weight: 0)
-                    let before = previous.bin == current.bin - 1 ? previous : Run(bin: -2, count: 0, weight: 0)
+                    let following = end < n ? Self.run(sorted, sortedWeights, from: end) : Run.none
+                    let next = following.bin == current.bin + 1 ? following : Run.none
+                    let before = previous.bin == current.bin - 1 ? previous : Run.none
                     body(current.bin, before.count + current.count + next.count, before.weight + current.weight + next.weight)
                     previous = current
                     start = end
@@ -109,6 +109,8 @@ struct OffsetHistogram {
         var bin: Int
         var count: Int
         var weight: Double
+        /// No run: no bin is next to it (bins are from 0).
+        static let none = Run(bin: -2, count: 0, weight: 0)
     }
 
     /// The run of equal bins starting at `start` (its weight 0 without weights).
