@@ -111,7 +111,13 @@ struct AlsaSessionTests {
         #expect(error.message.contains(device))
         #expect(session.status.captureProblem != nil)
         // First the loss, then why it cannot be opened again; each reason once, not per retry,
-        // and no moment without a problem in between.
+        // and no moment without a problem in between. The recorder hears of each change through
+        // the status stream, which may lag the status read above on a loaded machine: give it
+        // time to catch up (a third reason or a lapse would still show).
+        let caughtUp = ContinuousClock.now + .seconds(10)
+        while problems.withLock({ $0.drop { $0 == nil }.count }) < 2, ContinuousClock.now < caughtUp {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let seen = Array(problems.withLock { $0 }.drop { $0 == nil })
         #expect(seen.first == "ALSA device \"\(device)\": capture stopped: no such device; it was unplugged or its driver went away",
                 "\(seen)")
