@@ -266,7 +266,9 @@ struct RankingTests {
         }
         // Where a search found the same place (within a second), the fit with more aligned
         // anchors stands for it, with its own margin.
-        let scores: [Double: Double] = [10: 10, 130: 12.5, 130.3: 12.5, 50: 10]
+        // 130 beats the leader by more than `leadMargin`, less than `elsewhereMargin`.
+        let between = 10 + (Matcher.leadMargin + Matcher.elsewhereMargin) / 2
+        let scores: [Double: Double] = [10: 10, 130: between, 130.3: between, 50: 10]
         let foundThere = found + [candidate(0, 130, 4)]
         #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 3)]) { scores[$0.offset]! }
             .map(\.offset) == [130, 10, 50])
@@ -274,7 +276,7 @@ struct RankingTests {
             .map(\.offset) == [10, 50])
         // A found place that beats the leader by its margin still leads when a place no search
         // found scores higher without beating the wider margin.
-        let both: [Double: Double] = [10: 10, 130: 12.5, 200: 12.8, 50: 10]
+        let both: [Double: Double] = [10: 10, 130: between, 200: 10 + Matcher.elsewhereMargin - 0.01, 50: 10]
         #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 200, 3)]) { both[$0.offset]! }
             .map(\.offset) == [130, 10, 50])
     }

@@ -372,12 +372,19 @@ public final class Matcher {
     /// cannot tell apart: they keep the anchors' order. Measured on the benchmark (100 queries per
     /// condition): with 2, rooms of RT60 0.3 s went 70 → 75 %, 0.8 s 40 → 43 %, pink noise 55 → 57 %,
     /// pitch −1 semitone 94 → 97 %, nothing lower; with 0, white noise lost 2 points to coin flips
-    /// between true repeats; with 3, half the gains went.
-    static let leadMargin = 2.0
+    /// between true repeats; with 3, half the gains went (stop 26). Since the search finds more
+    /// places (stops 34–37), 2 left right places scoring 0.2–1.9 above a partial repeat behind it.
+    /// On 12 Recognition conditions of both corpora (stop 38, 2400 positives): 1.5 with
+    /// `elsewhereMargin` 2.5 led 6 more queries to the right place and 1 away from it (a chance
+    /// place); 1 led 9 more and 4 away on the first corpus alone. Scale: rooms and pink noise 1
+    /// query more each at both catalog sizes, nothing fewer.
+    static let leadMargin = 1.5
     /// The margin a place no search found (`otherPlaces`) needs to lead. Measured on 12
-    /// Recognition conditions (stop 35): with `leadMargin`, 12 queries more at the right place and
-    /// 3 led away from it (partial repeats in rooms); with 3, 9 more and none led away.
-    static let elsewhereMargin = 3.0
+    /// Recognition conditions (stop 35, with `leadMargin` 2): with `leadMargin`, 12 queries more
+    /// at the right place and 3 led away from it (partial repeats in rooms); with 3, 9 more and
+    /// none led away. Lowered with `leadMargin` in stop 38 (above: 2.5 led 2 more queries to the
+    /// right place than 3, none away).
+    static let elsewhereMargin = 2.5
 
     /// Chooses, within each reference `ranked` keeps, which position leads: among every position
     /// of that reference in `found` and `elsewhere`, the one where the query finds most of the
