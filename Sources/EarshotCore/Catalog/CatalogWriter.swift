@@ -3,8 +3,6 @@ import Foundation
 /// Encodes a `CustomCatalog` into the `.earcat` image: hashes every reference, sorts the
 /// postings by key and lays out the sections for reading in place.
 enum CatalogWriter {
-    private struct StoredItems: Codable { var mediaItems: [MediaItem] }
-
     static func encode(_ catalog: CustomCatalog) throws(EarshotError) -> [UInt8] {
         // 1. Postings: (key, frame << 4 | fine) for every reference landmark, on the global timeline.
         var postings = [UInt64]()
@@ -22,10 +20,7 @@ enum CatalogWriter {
                     postings.append(UInt64(lm.key) << 32 | UInt64(value))
                 }
             }
-            let json: Data
-            do { json = try JSONCoding.encoder.encode(StoredItems(mediaItems: reference.mediaItems)) } catch {
-                throw .internalError("could not encode media items: \(error)")
-            }
+            let json = try StoredMediaItems.encode(reference.mediaItems)
             records.append(UInt32(start))
             records.append(UInt32(frames))
             records.append(reference.signature.duration)
@@ -35,7 +30,7 @@ enum CatalogWriter {
             records.append(UInt32(json.count))
             records.append(UInt32(reference.landmarkFanOut))
             PeakCoding.encode(reference.signature.peaks, into: &peaks)
-            metadata.append(bytes: [UInt8](json))
+            metadata.append(bytes: json)
             start += frames + CatalogLayout.referenceGapFrames
         }
         guard start <= CatalogLayout.maximumTimelineFrames else {

@@ -411,8 +411,6 @@ public final class MappedCatalog: @unchecked Sendable {
         mediaItemsByReference[index]
     }
 
-    private struct StoredItems: Codable { var mediaItems: [MediaItem] }
-
     /// The cues on reference `index`'s timeline, decoded and checked when the catalog was opened.
     public func cues(ofReference index: Int) -> CueSchedule {
         schedules[index]
@@ -448,17 +446,8 @@ public final class MappedCatalog: @unchecked Sendable {
         all.reserveCapacity(references.count)
         for (index, ref) in references.enumerated() {
             let bytes = UnsafeRawBufferPointer(rebasing: metadata[ref.metadataOffset..<(ref.metadataOffset + ref.metadataLength)])
-            do {
-                all.append(try JSONCoding.decoder.decode(StoredItems.self, from: Data(bytes)).mediaItems)
-            } catch let DecodingError.dataCorrupted(context) {
-                throw .catalogInvalid("media items of reference \(index) are not valid JSON: \(context.debugDescription)")
-            } catch let DecodingError.keyNotFound(key, _) {
-                throw .catalogInvalid("media items of reference \(index) lack the field \"\(key.stringValue)\"")
-            } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-                let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-                throw .catalogInvalid("media items of reference \(index) have a bad value at \(field)")
-            } catch {
-                throw .catalogInvalid("media items of reference \(index) cannot be read")
+            do { all.append(try StoredMediaItems.decode(bytes)) } catch {
+                throw .catalogInvalid("media items of reference \(index) are not valid: \(error)")
             }
         }
         return all
