@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Peak survival and place evidence under noise and rooms: a numpy study, not the product.
+
+Recreates Earshot's front end approximately (Hann STFT of 1024 at 16 kHz, hop 128; peaks are
+maxima of ±5 frames × a frequency radius growing with frequency, 250 Hz–4 kHz; references keep
+the 8 strongest per second plus 5 per band, queries 20 + 8) on excerpts of the benchmark corpus
+(benchmarks/cache/decoded, made by `benchmarks/run.sh`), then measures:
+
+1. survival: the share of a reference's selected peaks with a selected query peak within
+   ±1 frame and ±15.6 Hz, and of its landmark pairs (anchor + next 2) with both ends, for the
+   front end as it is and with other FFT sizes, radii and time neighbourhoods;
+2. evidence at the right place against chance (the same query 2–3 s away along the
+   reference, as `PeakVerification.chanceShifts`), in standard deviations, from
+   - the query's selected peaks (what `PeakVerification` uses now),
+   - the query's power at each reference peak over its bin's median (≥ 8×, best of ±1 frame
+     and bin: "soft"), and
+   - "evidence points": every 3 × 3 local maximum of the query's power at 8× its bin's median.
+
+    python3 benchmarks/studies/peak_evidence.py [clips]     # 30 clips: about 8 minutes on 2 cores
+
+Results are in benchmarks/RESULTS.md ("The living room", stop 39).
+"""
+import glob
+import sys
+
+import numpy as np
+from scipy.ndimage import maximum_filter
+from scipy.signal import fftconvolve
+
+SR = 16000
+rng = np.random.default_rng(1)
+FILES = sorted(glob.glob('benchmarks/cache/decoded/*.f32'))
+
+
+def excerpts(n, seconds):
+    out = []
+    while len(out) < n:
+        x = np.fromfile(FILES[rng.integers(len(FILES))], dtype=np.float32)
+        length = int(seconds * SR)
+        if len(x) < length + SR:
+            continue
+        start = rng.integers(0, len(x) - length)
+        e = x[start:start + length].astype(np.float64)
+        if np.sqrt(np.mean(e ** 2)) >= 1e-3:
+            out.append(e)
+    return out
+
+
+def noise(kind, n):
+    w = rng.standard_normal(n)
+    if kind == 'white':
+        return w
+    spectrum = np.fft.rfft(w)
+    f = np.arange(len(spectrum), dtype=np.float64)
+    f[0] = 1
+    return np.fft.irfft(spectrum / np.sqrt(f), n)  # pink: power ∝ 1/f
+
+
+def at_snr(x, n, snr_db):
+    return x + n * np.sqrt(np.mean(x ** 2) / np.mean(n ** 2) / 10 ** (snr_db / 10))
+
+
+def room(x, rt60):
+    t = np.arange(int(rt60 * 1.2 * SR)) / SR
+    ir = rng.standard_normal(len(t)) * np.exp(-6.9 * t / rt60)
+    ir[0] = 8.0  # the direct sound
+    y = fftconvolve(x, ir)[:len(x)]
+    return y * np.sqrt(np.mean(x ** 2) / np.mean(y ** 2))
+
+
+DEGRADATIONS = {
+    'white noise 0 dB': lambda x: at_snr(x, noise('white', len(x)), 0),
+    'pink noise -5 dB': lambda x: at_snr(x, noise('pink', len(x)), -5),
+    'room RT60 0.8 s + noise 5 dB': lambda x: at_snr(room(x, 0.8), noise('white', len(x)), 5),
+}
+
+
+class FrontEnd:
+    def __init__(self, fft=1024, hop=128, radius_scale=1.0, frame_radius=5, reference=(8, 5), query=(20, 8)):
+        self.fft, self.hop, self.frame_radius = fft, hop, frame_radius
+        self.reference, self.query = reference, query
+        self.hz = SR / fft
+        self.lo, self.hi = int(round(250 / self.hz)), int(round(4000 / self.hz))
+        # (first frequency, radius) in Hz, as FingerprintParameters.peakBinRadii at 15.625 Hz bins
+        self.regions = [(b * 15.625, r * 15.625 * radius_scale) for b, r in [(16, 4), (32, 7), (56, 12), (96, 20), (160, 32)]]
+
+    def power(self, x):
+        window = np.hanning(self.fft + 1)[:-1]
+        frames = 1 + (len(x) - self.fft) // self.hop
+        index = np.arange(self.fft)[None, :] + self.hop * np.arange(frames)[:, None]
+        return np.abs(np.fft.rfft(x[index] * window, axis=1)) ** 2
+
+    def peaks(self, x, rule):
+        """Selected peaks: (seconds, Hz)."""
+        p = self.power(x)
+        keep = np.zeros(p.shape, dtype=bool)
+        for i, (f0, radius) in enumerate(self.regions):
+            f1 = self.regions[i + 1][0] if i + 1 < len(self.regions) else 4000
+            r = max(1, int(round(radius / self.hz)))
+            m = maximum_filter(p, size=(2 * self.frame_radius + 1, 2 * r + 1), mode='constant', cval=0)
+            b0, b1 = int(round(f0 / self.hz)), int(round(f1 / self.hz))
+            keep[:, b0:b1] |= (p[:, b0:b1] >= m[:, b0:b1]) & (p[:, b0:b1] > 1e-10)
+        keep[:, :self.lo] = False
+        keep[:, self.hi:] = False
+        t, b = np.nonzero(keep)
+        strength = np.log(p[t, b])
+        hz = b * self.hz
+        band = np.where(hz < 625, 0, np.where(hz < 1594, 1, 2))
+        half = 0.5 * SR / self.hop
+        allowed, allowed_in_band = rule
+        selected = np.zeros(len(t), dtype=bool)
+        lo = hi = 0
+        for i in range(len(t)):  # stronger peaks within ±0.5 s, overall and in the band (PeakSelection)
+            while t[lo] < t[i] - half:
+                lo += 1
+            while hi < len(t) and t[hi] <= t[i] + half:
+                hi += 1
+            j = np.arange(lo, hi)
+            stronger = (strength[lo:hi] > strength[i]) | ((strength[lo:hi] == strength[i]) & (j < i))
+            selected[i] = stronger.sum() < allowed or (stronger & (band[lo:hi] == band[i])).sum() < allowed_in_band
+        return t[selected] * self.hop / SR, hz[selected]
+
+
+def found(rt, rf, qt, qf, frame, hz):
+    hit = np.zeros(len(rt), dtype=bool)
+    for i in range(len(rt)):
+        near = np.abs(qt - rt[i]) <= frame + 1e-9
+        hit[i] = np.any(np.abs(qf[near] - rf[i]) <= hz + 1e-9)
+    return hit
+
+
+def survival_table(clips, degraded):
+    variants = {
+        'FFT 1024 (as now)': FrontEnd(),
+        'FFT 2048': FrontEnd(fft=2048),
+        'FFT 2048, half the radii in Hz': FrontEnd(fft=2048, radius_scale=0.5),
+        'FFT 1024, ±3 frames': FrontEnd(frame_radius=3),
+        'FFT 512': FrontEnd(fft=512),
+    }
+    print('| front end | ' + ' | '.join(DEGRADATIONS) + ' |')
+    print('|---|' + '---|' * len(DEGRADATIONS))
+    for name, fe in variants.items():
+        cells = []
+        for d in DEGRADATIONS:
+            peaks = survived = pairs = both = 0
+            for x, y in zip(clips, degraded[d]):
+                rt, rf = fe.peaks(x, fe.reference)
+                qt, qf = fe.peaks(y, fe.query)
+                hit = found(rt, rf, qt, qf, 0.008, 15.625)
+                peaks += len(rt)
+                survived += hit.sum()
+                for i in range(len(rt)):  # anchor + next 2 targets (LandmarkHasher's zone)
+                    k = 0
+                    for j in range(i + 1, len(rt)):
+                        if rt[j] - rt[i] > 0.512:
+                            break
+                        if not (2 * 15.625 <= abs(rf[j] - rf[i]) <= 63 * 15.625) or rt[j] - rt[i] < 0.016:
+                            continue
+                        pairs += 1
+                        both += hit[i] and hit[j]
+                        k += 1
+                        if k == 2:
+                            break
+            cells.append('peaks %.0f %%, pairs %.0f %%' % (100 * survived / peaks, 100 * both / max(1, pairs)))
+        print('| %s | %s |' % (name, ' | '.join(cells)), flush=True)
+
+
+def evidence_table(clips16):
+    fe = FrontEnd()
+    print('| evidence at the right place, standard deviations over chance (median / 10th percentile of clips) | '
+          'selected query peaks (now) | query power ≥ 8× its bin median | evidence points (3 × 3 maxima ≥ 8× median) | points per second |')
+    print('|---|---|---|---|---|')
+    q0, q1 = 3.0, 13.0
+    for d, degrade in DEGRADATIONS.items():
+        scores = {'peaks': [], 'power': [], 'points': []}
+        density = []
+        for x in clips16:
+            y = degrade(x)[int(q0 * SR):int(q1 * SR)]
+            rt, rf = fe.peaks(x, fe.reference)
+            qt, qf = fe.peaks(y, fe.query)
+            qt = qt + q0
+            p = fe.power(y)
+            level = p / (np.median(p, axis=0) + 1e-20)
+            points = (level >= maximum_filter(level, size=(3, 3))) & (level >= 8)
+            points[:, :fe.lo] = False
+            points[:, fe.hi:] = False
+            pt, pb = np.nonzero(points)
+            density.append(len(pt) / (q1 - q0))
+
+            def count(kind, shift):
+                inside = (rt + shift >= q0) & (rt + shift < q1 - 0.07)
+                t, f = rt[inside] + shift, rf[inside]
+                if kind == 'peaks':
+                    return found(t, f, qt, qf, 0.008, 15.625).sum(), inside.sum()
+                if kind == 'points':
+                    return found(t, f, q0 + pt * fe.hop / SR, pb * fe.hz, 0.008, 15.625).sum(), inside.sum()
+                ti = np.clip(np.round((t - q0) * SR / fe.hop).astype(int), 0, p.shape[0] - 1)
+                bi = np.round(f / fe.hz).astype(int)
+                best = np.max([level[np.clip(ti + a, 0, p.shape[0] - 1), bi + b] for a in (-1, 0, 1) for b in (-1, 0, 1)], axis=0)
+                return (best >= 8).sum(), inside.sum()
+
+            for kind in scores:
+                hits, n = count(kind, 0)
+                chance = [count(kind, s) for s in (-3, -2, 2, 3)]
+                expected = n * sum(c[0] for c in chance) / max(1, sum(c[1] for c in chance))
+                scores[kind].append((hits - expected) / np.sqrt(expected + 1))
+        print('| %s | %s | %.0f |' % (d, ' | '.join('%.1f / %.1f' % (np.median(v), np.percentile(v, 10)) for v in scores.values()),
+                                      np.mean(density)), flush=True)
+
+
+if __name__ == '__main__':
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    if not FILES:
+        sys.exit('no decoded corpus in benchmarks/cache/decoded: run benchmarks/run.sh recognition first')
+    clips = excerpts(n, 10.0)
+    degraded = {d: [f(x) for x in clips] for d, f in DEGRADATIONS.items()}
+    survival_table(clips, degraded)
+    print()
+    evidence_table(excerpts(n, 16.0))
