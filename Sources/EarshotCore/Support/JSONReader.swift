@@ -23,7 +23,7 @@ struct JSONReader {
         }
     }
 
-    /// Deepest nesting of arrays and objects `readValue` accepts (as Foundation's decoder).
+    /// Deepest nesting of arrays and objects the reader accepts.
     static let maximumDepth = 512
 
     private let bytes: UnsafeRawBufferPointer
