@@ -24,7 +24,7 @@ enum StoredMediaItems {
             guard key == "mediaItems" else { return try reader.skipValue() }
             var list: [MediaItem] = []
             try reader.readArray { (reader, index) throws(JSONReader.Failure) in
-                list.append(try item(&reader, path: "mediaItems[\(index)]"))
+                list.append(try item(&reader, index: index))
             }
             items = list
         }
@@ -33,7 +33,9 @@ enum StoredMediaItems {
         return items
     }
 
-    private static func item(_ reader: inout JSONReader, path: String) throws(JSONReader.Failure) -> MediaItem {
+    /// Item `index` of the list; its field path (`mediaItems[1].title`) is spelled out only
+    /// for a failure.
+    private static func item(_ reader: inout JSONReader, index: Int) throws(JSONReader.Failure) -> MediaItem {
         var item = MediaItem(id: "")
         var hasID = false
         try reader.readObject { (reader, key) throws(JSONReader.Failure) in
@@ -62,10 +64,10 @@ enum StoredMediaItems {
                 default: try reader.skipValue()
                 }
             } catch {
-                throw error.within("\(path).\(key)")
+                throw error.within("mediaItems[\(index)].\(key)")
             }
         }
-        guard hasID else { throw reader.failure("the field \"id\" is missing").within(path) }
+        guard hasID else { throw reader.failure("the field \"id\" is missing").within("mediaItems[\(index)]") }
         return item
     }
 
