@@ -14,12 +14,15 @@ the 8 strongest per second plus 5 per band, queries 20 + 8) on excerpts of the b
    - the query's selected peaks, and all its peaks (what `PeakVerification` reads),
    - the query's power at each reference peak over its bin's median (≥ 8×, best of ±1 frame
      and bin: "soft"), and
-   - "evidence points": every 3 × 3 local maximum of the query's power at 8× its bin's median.
+   - "evidence points": every 3 × 3 local maximum of the query's power at 8× its bin's median;
+3. where the peaks are lost: the same survival with the query's peaks selected another way (by
+   power over a floor estimated from its peaks), not selected at all, or picked with smaller
+   neighbourhoods.
 
-    python3 benchmarks/studies/peak_evidence.py [clips] [evidence]   # 30 clips: about 8 minutes
-                                                                     # (evidence: its table only)
+    python3 benchmarks/studies/peak_evidence.py [clips] [survival] [loss] [evidence]
+    # 30 clips, every table: about 20 minutes; name tables to run only those
 
-Results are in benchmarks/RESULTS.md ("The living room", stop 39).
+Results are in benchmarks/RESULTS.md ("The living room", stops 39 and 40).
 """
 import glob
 import sys
@@ -91,8 +94,8 @@ class FrontEnd:
         index = np.arange(self.fft)[None, :] + self.hop * np.arange(frames)[:, None]
         return np.abs(np.fft.rfft(x[index] * window, axis=1)) ** 2
 
-    def peaks(self, x, rule):
-        """Selected peaks: (seconds, Hz)."""
+    def candidates(self, x):
+        """Every peak the picker finds, before selection: frame and bin indices, log power."""
         p = self.power(x)
         keep = np.zeros(p.shape, dtype=bool)
         for i, (f0, radius) in enumerate(self.regions):
@@ -104,7 +107,10 @@ class FrontEnd:
         keep[:, :self.lo] = False
         keep[:, self.hi:] = False
         t, b = np.nonzero(keep)
-        strength = np.log(p[t, b])
+        return t, b, np.log(p[t, b])
+
+    def select(self, t, b, strength, rule):
+        """The peaks `rule` keeps, ranked by `strength`: (seconds, Hz)."""
         hz = b * self.hz
         band = np.where(hz < 625, 0, np.where(hz < 1594, 1, 2))
         half = 0.5 * SR / self.hop
@@ -121,6 +127,11 @@ class FrontEnd:
             selected[i] = stronger.sum() < allowed or (stronger & (band[lo:hi] == band[i])).sum() < allowed_in_band
         return t[selected] * self.hop / SR, hz[selected]
 
+    def peaks(self, x, rule):
+        """Selected peaks: (seconds, Hz)."""
+        t, b, strength = self.candidates(x)
+        return self.select(t, b, strength, rule)
+
 
 def found(rt, rf, qt, qf, frame, hz):
     hit = np.zeros(len(rt), dtype=bool)
@@ -128,6 +139,26 @@ def found(rt, rf, qt, qf, frame, hz):
         near = np.abs(qt - rt[i]) <= frame + 1e-9
         hit[i] = np.any(np.abs(qf[near] - rf[i]) <= hz + 1e-9)
     return hit
+
+
+def survival(rt, rf, qt, qf):
+    """Reference peaks and landmark pairs (anchor + next 2 targets, LandmarkHasher's zone) with
+    a query peak at both ends: (peaks, found, pairs, both found)."""
+    hit = found(rt, rf, qt, qf, 0.008, 15.625)
+    pairs = both = 0
+    for i in range(len(rt)):
+        k = 0
+        for j in range(i + 1, len(rt)):
+            if rt[j] - rt[i] > 0.512:
+                break
+            if not (2 * 15.625 <= abs(rf[j] - rf[i]) <= 63 * 15.625) or rt[j] - rt[i] < 0.016:
+                continue
+            pairs += 1
+            both += hit[i] and hit[j]
+            k += 1
+            if k == 2:
+                break
+    return len(rt), hit.sum(), pairs, both
 
 
 def survival_table(clips, degraded):
@@ -143,26 +174,58 @@ def survival_table(clips, degraded):
     for name, fe in variants.items():
         cells = []
         for d in DEGRADATIONS:
-            peaks = survived = pairs = both = 0
+            total = np.zeros(4)
             for x, y in zip(clips, degraded[d]):
                 rt, rf = fe.peaks(x, fe.reference)
                 qt, qf = fe.peaks(y, fe.query)
-                hit = found(rt, rf, qt, qf, 0.008, 15.625)
-                peaks += len(rt)
-                survived += hit.sum()
-                for i in range(len(rt)):  # anchor + next 2 targets (LandmarkHasher's zone)
-                    k = 0
-                    for j in range(i + 1, len(rt)):
-                        if rt[j] - rt[i] > 0.512:
-                            break
-                        if not (2 * 15.625 <= abs(rf[j] - rf[i]) <= 63 * 15.625) or rt[j] - rt[i] < 0.016:
-                            continue
-                        pairs += 1
-                        both += hit[i] and hit[j]
-                        k += 1
-                        if k == 2:
-                            break
-            cells.append('peaks %.0f %%, pairs %.0f %%' % (100 * survived / peaks, 100 * both / max(1, pairs)))
+                total += survival(rt, rf, qt, qf)
+            cells.append('peaks %.0f %%, pairs %.0f %%' % (100 * total[1] / total[0], 100 * total[3] / max(1, total[2])))
+        print('| %s | %s |' % (name, ' | '.join(cells)), flush=True)
+
+
+def band_floor(b, strength, groups=12):
+    """Per peak, the median log power of the query's peaks in its part of the band (12
+    log-spaced groups of bins, interpolated): a noise floor estimated from the peaks alone."""
+    edges = np.geomspace(16, 256, groups + 1)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    levels = np.full(groups, np.nan)
+    for g in range(groups):
+        inside = (b >= edges[g]) & (b < edges[g + 1])
+        if inside.sum() >= 5:
+            levels[g] = np.median(strength[inside])
+    known = ~np.isnan(levels)
+    if not known.any():
+        return np.zeros_like(strength)
+    return np.interp(np.log(b), np.log(centres[known]), levels[known])
+
+
+def loss_table(clips, degraded):
+    """Where a reference's selected peaks are lost: in the query's selection or in its picking.
+    References are picked and selected as now; queries are selected another way, or not at all,
+    or picked with smaller neighbourhoods."""
+    now = FrontEnd()
+    finer, finest = FrontEnd(radius_scale=0.5, frame_radius=3), FrontEnd(radius_scale=0.25, frame_radius=2)
+    variants = {
+        'selected by power, 20 + 8 per second (as now)': (now, lambda t, b, s: now.select(t, b, s, now.query)),
+        'selected by power over a floor from the peaks, 20 + 8': (now, lambda t, b, s: now.select(t, b, s - band_floor(b, s), now.query)),
+        'not selected (every peak picked)': (now, lambda t, b, s: (t * now.hop / SR, b * now.hz)),
+        'half the radii, ±3 frames, 20 + 8': (finer, lambda t, b, s: finer.select(t, b, s, now.query)),
+        'half the radii, ±3 frames, every peak': (finer, lambda t, b, s: (t * finer.hop / SR, b * finer.hz)),
+        'a quarter of the radii, ±2 frames, every peak': (finest, lambda t, b, s: (t * finest.hop / SR, b * finest.hz)),
+    }
+    print('| query peaks | ' + ' | '.join(DEGRADATIONS) + ' | clean |')
+    print('|---|' + '---|' * (len(DEGRADATIONS) + 1))
+    for name, (fe, choose) in variants.items():
+        cells = []
+        for d in list(DEGRADATIONS) + ['clean']:
+            total, points = np.zeros(4), 0
+            for x, y in zip(clips, degraded.get(d, clips)):
+                rt, rf = now.peaks(x, now.reference)
+                qt, qf = choose(*fe.candidates(y))
+                total += survival(rt, rf, qt, qf)
+                points += len(qt)
+            cells.append('peaks %.0f %%, pairs %.0f %% (%.0f/s)' % (100 * total[1] / total[0], 100 * total[3] / max(1, total[2]),
+                                                                    points / (10.0 * len(clips))))
         print('| %s | %s |' % (name, ' | '.join(cells)), flush=True)
 
 
@@ -219,7 +282,12 @@ if __name__ == '__main__':
         sys.exit('no decoded corpus in benchmarks/cache/decoded: run benchmarks/run.sh recognition first')
     clips = excerpts(n, 10.0)
     degraded = {d: [f(x) for x in clips] for d, f in DEGRADATIONS.items()}
-    if 'evidence' not in sys.argv[2:]:
+    tables = sys.argv[2:] or ['survival', 'loss', 'evidence']
+    if 'survival' in tables:
         survival_table(clips, degraded)
         print()
-    evidence_table(excerpts(n, 16.0))
+    if 'loss' in tables:
+        loss_table(clips, degraded)
+        print()
+    if 'evidence' in tables:
+        evidence_table(excerpts(n, 16.0))
