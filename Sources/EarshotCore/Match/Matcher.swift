@@ -142,6 +142,8 @@ public final class Matcher {
     private var nearHits = [[Int32]](repeating: [], count: candidatesPerHypothesis)
     /// Indices of the bins `gatherHits` was given, in order of their centres.
     private var binsByCenter: [Int] = []
+    /// The bins within `drift` of a bin `gatherHits` was given.
+    private var nearBins: BinMarks
     private var inlierFrames: [Int32] = []
     // Scratch of `rareLandmarkBins`: the hits of rare landmarks, their weights, the bins kept apart from.
     private var hitWeights: [Float] = []
@@ -207,6 +209,7 @@ public final class Matcher {
         evidenceFloor = requiredInliers
         let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
         histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
+        nearBins = BinMarks(binCount: histogram.binCount)
     }
 
     deinit {
@@ -921,9 +924,10 @@ public final class Matcher {
     }
 
     /// Sorts out, in one pass over the hits, those within `drift` of each of `bins`:
-    /// `nearHits[k]` for `bins[k]`, whose centre offset is `nearCenters[k]`. Each hit finds the
-    /// few bins it is near by bisection over the bins in order of their centres (the peak search
-    /// gathers for up to 80 bins at once).
+    /// `nearHits[k]` for `bins[k]`, whose centre offset is `nearCenters[k]`. A hit whose own bin
+    /// is near none of them (most hits) is passed over at one look at `nearBins`; the others find
+    /// the few bins they are near by bisection over the bins in order of their centres (the peak
+    /// search gathers for up to 80 bins at once).
     private func gatherHits(near bins: [Int], queryFrames: Double) {
         let binWidth = 1 << OffsetHistogram.binShift
         let drift = Self.drift(queryFrames: queryFrames)
@@ -939,19 +943,23 @@ public final class Matcher {
         defer { binsByCenter = order }
         order.append(contentsOf: bins.indices)
         order.sort { centers[$0] != centers[$1] ? centers[$0] < centers[$1] : $0 < $1 }
-        let lowest = centers[order[0]] - drift, highest = centers[order[order.count - 1]] + drift
-        for i in 0..<hitQueryFrame.count {
-            let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
-            guard offset >= lowest, offset <= highest else { continue }
-            // The first bin whose centre is at least offset − drift, then on while within drift.
-            var lo = 0, hi = order.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if centers[order[mid]] < offset - drift { lo = mid + 1 } else { hi = mid }
-            }
-            while lo < order.count, centers[order[lo]] <= offset + drift {
-                nearHits[order[lo]].append(Int32(i))
-                lo += 1
+        let margin = histogram.margin, shift = OffsetHistogram.binShift
+        for c in centers.prefix(bins.count) { nearBins.mark(((c - drift + margin) >> shift)...((c + drift + margin) >> shift)) }
+        defer { nearBins.clear() }
+        nearBins.withLookup { near in
+            for i in 0..<hitQueryFrame.count {
+                let offset = Int(hitReferenceFrame[i]) - Int(hitQueryFrame[i])
+                guard near.contains((offset + margin) >> shift) else { continue }
+                // The first bin whose centre is at least offset − drift, then on while within drift.
+                var lo = 0, hi = order.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if centers[order[mid]] < offset - drift { lo = mid + 1 } else { hi = mid }
+                }
+                while lo < order.count, centers[order[lo]] <= offset + drift {
+                    nearHits[order[lo]].append(Int32(i))
+                    lo += 1
+                }
             }
         }
     }

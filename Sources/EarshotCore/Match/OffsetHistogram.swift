@@ -20,7 +20,7 @@ struct OffsetHistogram {
     private let digitBits: Int
     private var digitCounts: [Int]
     /// Number of bins: offsets beyond them are not counted (a corrupt posting).
-    private let binCount: Int
+    let binCount: Int
     /// Offsets are shifted by this many frames so a query that starts before a reference (a
     /// negative offset) still has a bin.
     let margin: Int
