@@ -20,7 +20,7 @@ the 8 strongest per second plus 5 per band, queries 20 + 8) on excerpts of the b
    neighbourhoods.
 
     python3 benchmarks/studies/peak_evidence.py [clips] [survival] [loss] [evidence]
-    # 30 clips, every table: about 20 minutes; name tables to run only those
+    # 30 clips, every table: about 11 minutes; name tables to run only those
 
 Results are in benchmarks/RESULTS.md ("The living room", stops 39 and 40).
 """
@@ -277,12 +277,17 @@ def evidence_table(clips16):
 
 
 if __name__ == '__main__':
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    known = ['survival', 'loss', 'evidence']
+    counts = [a for a in sys.argv[1:] if a.isdigit()]
+    tables = [a for a in sys.argv[1:] if not a.isdigit()] or known
+    unknown = [t for t in tables if t not in known]
+    if unknown or len(counts) > 1:
+        sys.exit('usage: peak_evidence.py [clips] [%s] ...' % '] ['.join(known))
+    n = int(counts[0]) if counts else 30
     if not FILES:
         sys.exit('no decoded corpus in benchmarks/cache/decoded: run benchmarks/run.sh recognition first')
     clips = excerpts(n, 10.0)
     degraded = {d: [f(x) for x in clips] for d, f in DEGRADATIONS.items()}
-    tables = sys.argv[2:] or ['survival', 'loss', 'evidence']
     if 'survival' in tables:
         survival_table(clips, degraded)
         print()
