@@ -63,13 +63,16 @@ public enum LandmarkHasher {
     /// Like `forEachLandmark`, for queries: one call per probe, so a pair near a rounding boundary
     /// yields the keys of both neighbours. `frameTolerance` widens the time probes (a room's
     /// search, `Matcher.roomFrameTolerance`); with `beyond`, only the time probes outside what
-    /// that narrower tolerance probes are made (a search that widens one already made).
+    /// that narrower tolerance probes are made (a search that widens one already made). Only
+    /// every `anchorStride`-th peak anchors pairs (the matcher's coarse stage): the others are
+    /// passed over before their pairs and probes are made.
     @inline(__always)
     public static func forEachQueryLandmark(
         _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
-        frameTolerance: Float = queryFrameTolerance, beyond inner: Float? = nil, _ body: (Landmark, Int) -> Void
+        frameTolerance: Float = queryFrameTolerance, beyond inner: Float? = nil, anchorStride: Int = 1,
+        _ body: (Landmark, Int) -> Void
     ) {
-        forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch) { i, at, ab, bt, bb in
+        forEachPair(peaks, fanOut: fanOut, timeScale: timeScale, pitch: pitch, anchorStride: anchorStride) { i, at, ab, bt, bb in
             let t1 = Int(at.rounded())
             let dts = probes(bt - at, frameTolerance)
             let made = inner.map { Range(probes(bt - at, $0)) } ?? 0..<0
@@ -91,17 +94,19 @@ public enum LandmarkHasher {
         return min(r, Int((x - tolerance).rounded(.up)))...max(r, Int((x + tolerance).rounded(.down)))
     }
 
-    /// Walks anchor/target pairs: for each anchor, its first `fanOut` later peaks within the
-    /// target zone, with coordinates mapped by the hypothesis (fractional).
+    /// Walks anchor/target pairs: for each anchor (every `anchorStride`-th peak), its first
+    /// `fanOut` later peaks within the target zone, with coordinates mapped by the hypothesis
+    /// (fractional).
     @inline(__always)
     static func forEachPair(
-        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float,
+        _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float, pitch: Float, anchorStride: Int = 1,
         _ body: (Int, Float, Float, Float, Float) -> Void
     ) {
+        precondition(anchorStride >= 1, "an anchor stride is at least 1")
         let binScale = 1 / pitch
         let count = peaks.count
         let zone = Float(maximumFrameDelta) + 1
-        for i in 0..<count {
+        for i in stride(from: 0, to: count, by: anchorStride) {
             let a = peaks[i]
             let at = a.time * timeScale, ab = a.bin * binScale
             guard ab >= 0, ab < 255.5 else { continue }

@@ -849,8 +849,8 @@ public final class Matcher {
         queryPeaks.withUnsafeBufferPointer { peaks in
             LandmarkHasher.forEachQueryLandmark(peaks, fanOut: LandmarkHasher.queryFanOut,
                                                 timeScale: hypothesis.timeScale, pitch: hypothesis.pitch,
-                                                frameTolerance: frameTolerance, beyond: inner) { lm, anchor in
-                guard anchor % anchorStride == 0 else { return }
+                                                frameTolerance: frameTolerance, beyond: inner,
+                                                anchorStride: anchorStride) { lm, anchor in
                 keys.append(lm.key)
                 frames.append(lm.frame)
                 bins.append(peaks[anchor].bin)
