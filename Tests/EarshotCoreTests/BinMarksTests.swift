@@ -12,7 +12,7 @@ struct BinMarksTests {
         var random = SeededRandom(seed: UInt64(binCount))
         for use in 0..<4 {
             var expected = Set<Int>()
-            // Ranges anywhere, some over the timeline's ends, some overlapping, some empty.
+            // Ranges anywhere: some over the timeline's ends, some overlapping, some wholly off it.
             for _ in 0..<(use == 3 ? 0 : 40) {
                 let start = Int(random.next() % UInt64(binCount + 40)) - 20
                 let length = Int(random.next() % 80) - 5

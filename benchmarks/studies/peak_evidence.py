@@ -213,14 +213,14 @@ def loss_table(clips, degraded):
         'half the radii, ±3 frames, every peak': (finer, lambda t, b, s: (t * finer.hop / SR, b * finer.hz)),
         'a quarter of the radii, ±2 frames, every peak': (finest, lambda t, b, s: (t * finest.hop / SR, b * finest.hz)),
     }
+    references = [now.peaks(x, now.reference) for x in clips]
     print('| query peaks | ' + ' | '.join(DEGRADATIONS) + ' | clean |')
     print('|---|' + '---|' * (len(DEGRADATIONS) + 1))
     for name, (fe, choose) in variants.items():
         cells = []
         for d in list(DEGRADATIONS) + ['clean']:
             total, points = np.zeros(4), 0
-            for x, y in zip(clips, degraded.get(d, clips)):
-                rt, rf = now.peaks(x, now.reference)
+            for (rt, rf), y in zip(references, degraded.get(d, clips)):
                 qt, qf = choose(*fe.candidates(y))
                 total += survival(rt, rf, qt, qf)
                 points += len(qt)
