@@ -176,8 +176,14 @@ public final class Matcher {
     private struct HeldHits {
         var queryFrame: [Int32] = [], referenceFrame: [Int32] = [], source: [UInt32] = []
         var landmarkKey: [UInt32] = [], landmarkFrame: [Int32] = [], landmarkQueryBin: [Float] = []
+        var places: [Int]?
     }
     private var heldHits = HeldHits()
+    /// The `peakSearchBins` busiest offset bins of the hits held now (`twoAnchorPlaces`), when the
+    /// search that collected them listed them in its own walk of the histogram: the room search
+    /// does, so the peak search and `otherPlaces` do not sort its hits (the most of any search)
+    /// a second time. Whatever changes the hits held drops it.
+    private var placesOfHits: [Int]?
 
     /// Exchanges the hits and landmarks held now with those set aside (no copy: the arrays trade
     /// places). Afterwards no search may widen what is held.
@@ -188,6 +194,7 @@ public final class Matcher {
         swap(&landmarkKey, &heldHits.landmarkKey)
         swap(&landmarkFrame, &heldHits.landmarkFrame)
         swap(&landmarkQueryBin, &heldHits.landmarkQueryBin)
+        swap(&placesOfHits, &heldHits.places)
         lastCollection = nil
     }
     /// Holds the given hits as if a search had collected them (hit `i`'s landmark is
@@ -196,6 +203,7 @@ public final class Matcher {
         hitQueryFrame = queryFrames
         hitReferenceFrame = referenceFrames
         hitSource = sources
+        placesOfHits = nil
         lastCollection = nil
     }
     private var lineFit = LineFit()
@@ -292,8 +300,10 @@ public final class Matcher {
             // few frames. Stage 1's hits are kept; only the wider time probes are looked up.
             found += search(hypothesis: Self.unchangedSpeed, anchorStride: 1, queryFrames: queryFrames,
                             extraInliers: Self.roomExtraInliers, frameTolerance: Self.roomFrameTolerance,
-                            beyond: LandmarkHasher.queryFrameTolerance, peakScore: Self.roomScore)
-            // Its hits are set aside for the peak search, should no stage find anything.
+                            beyond: LandmarkHasher.queryFrameTolerance, peakScore: Self.roomScore,
+                            listingPlaces: true)
+            // Its hits are set aside for the peak search, should no stage find anything, with the
+            // busiest places among them, listed as it walked them.
             swapHeldHits()
             // Stage 2: every other hypothesis with a subsample of anchors; keep the most promising.
             var scored: [(score: Int, hypothesis: Int)] = []
@@ -556,7 +566,7 @@ public final class Matcher {
     /// align by chance, so a room candidate at the minimum means what a match at the minimum does.
     private func search(hypothesis h: Int, anchorStride: Int, queryFrames: Double, extraInliers: Int = 0,
                         frameTolerance: Float = LandmarkHasher.queryFrameTolerance, beyond inner: Float? = nil,
-                        peakScore: Double? = nil) -> [Candidate] {
+                        peakScore: Double? = nil, listingPlaces: Bool = false) -> [Candidate] {
         collectHits(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance, beyond: inner)
         if inner != nil, hitQueryFrame.count >= Self.maximumHits {
             // At the cap, the kept hits crowd out the wider probes': search afresh, as if alone.
@@ -565,7 +575,9 @@ public final class Matcher {
         let required = evidenceFloor + extraInliers
         let floor = anchorStride > 1 ? Self.coarseFloor : min(required, Self.confirmationFloor)
         // A bin's score counts its neighbours' hits too: one or two say nothing.
-        let chosen = busiestBins(Self.candidatesPerHypothesis, from: max(2, floor / 2))
+        let places = listingPlaces ? peakSearchBins : 0
+        let (chosen, listed) = busiestBins(Self.candidatesPerHypothesis, from: max(2, floor / 2), places: places)
+        if places > 0 { placesOfHits = listed }
         gatherHits(near: chosen, queryFrames: queryFrames)
         var candidates: [Candidate] = []
         for k in chosen.indices {
@@ -591,12 +603,21 @@ public final class Matcher {
     /// score counts its neighbours' hits too), busiest first; a bin within 2 of a busier one
     /// chosen is the same place and is passed over.
     private func busiestBins(_ count: Int, from minimumScore: Int) -> [Int] {
+        busiestBins(count, from: minimumScore, places: 0).chosen
+    }
+
+    /// As `busiestBins(_:from:)`, and in the same walk the `places` busiest from `placeScore`
+    /// (what `twoAnchorPlaces` looks at; none when `places` is 0).
+    private func busiestBins(_ count: Int, from minimumScore: Int, places: Int) -> (chosen: [Int], places: [Int]) {
         var shortlist = BinShortlist<Int>(choosing: count)
+        var placeList = BinShortlist<Int>(choosing: places)
+        let least = places > 0 ? min(minimumScore, Self.placeScore) : minimumScore
         histogram.forEachBin(queryFrames: hitQueryFrame, referenceFrames: hitReferenceFrame) { bin, score in
-            guard score >= minimumScore else { return }
-            shortlist.offer(score, bin: bin)
+            guard score >= least else { return }
+            if score >= minimumScore { shortlist.offer(score, bin: bin) }
+            if places > 0 { placeList.offer(score, bin: bin) }
         }
-        return shortlist.chosen()
+        return (shortlist.chosen(), placeList.chosen())
     }
 
     /// Up to `count` offset bins of the hits held now, none within 2 of a bin in `taken`, ranked
@@ -658,6 +679,9 @@ public final class Matcher {
     /// places of rare landmarks (`rareLandmarkPlaces`). The benchmark's calibration does, to see
     /// what aligned anchors alone let through.
     public var peakSearchBins = 64
+    /// The least score (hits in a bin and its neighbours) of a bin the peak search looks at: a fit
+    /// from 2 anchors needs 2 hits.
+    static let placeScore = 2
     /// Places the peak search looks at beyond its `peakSearchBins` busiest: those where the
     /// query's rarer landmarks hit (`rareLandmarkBins`). Over other music at 0 dB, the right place
     /// of a query nothing matched aligned 1–7 anchors and its peaks stood 8–17 standard deviations
@@ -745,7 +769,7 @@ public final class Matcher {
     /// (`peakSearch` says why the slope is kept at 1).
     private func twoAnchorPlaces(in references: Set<Int>? = nil, queryFrames: Double) -> [Candidate] {
         guard peakSearchBins > 0 else { return [] }
-        var bins = busiestBins(peakSearchBins, from: 2)
+        var bins = placesOfHits ?? busiestBins(peakSearchBins, from: Self.placeScore)
         bins += rareLandmarkBins(Self.rareLandmarkPlaces, apartFrom: bins)
         if let references {
             let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
@@ -837,6 +861,7 @@ public final class Matcher {
         precondition(!extending || lastCollection == Collection(hypothesis: h, anchorStride: anchorStride, frameTolerance: inner!),
                      "a search widens only the one just made")
         lastCollection = Collection(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance)
+        placesOfHits = nil
         var keys = Self.take(&landmarkKey, keeping: extending), frames = Self.take(&landmarkFrame, keeping: extending)
         var bins = Self.take(&landmarkQueryBin, keeping: extending)
         let first = keys.count
