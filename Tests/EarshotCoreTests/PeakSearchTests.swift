@@ -46,6 +46,29 @@ struct PeakSearchTests {
         #expect(fromFewAnchors >= queries / 6, "\(fromFewAnchors) found from fewer than \(Matcher.confirmationFloor) anchors")
     }
 
+    /// A matcher keeps the room search's hits, and the places listed from them, while it searches
+    /// the other hypotheses (`Matcher.placesOfHits`): what one query left must never be what the
+    /// next one's peak search looks at. A matcher that served other queries before answers each
+    /// query as a new one does.
+    @Test func aMatcherAnswersAsANewOneAfterOtherQueries() throws {
+        let reused = Matcher(catalog: fixture.catalog)
+        var thinnedFound = 0
+        for seed in 1...UInt64(12) {
+            let reference = Int(seed % 4), start = 3 + Double(seed % 11)
+            let clean = try SyntheticSignature.of(SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: 10))
+            // Thinned ones reach the peak search; clean ones end at the first search.
+            for query in [try SyntheticSignature.thinned(clean, keeping: 0.12, seed: seed), clean] {
+                let fresh = Matcher(catalog: fixture.catalog).referenceCandidates(query)
+                let again = reused.referenceCandidates(query)
+                #expect(fresh.map(\.referenceIndex) == again.map(\.referenceIndex), "seed \(seed)")
+                #expect(fresh.map(\.offset) == again.map(\.offset), "seed \(seed)")
+                #expect(fresh.map(\.inliers) == again.map(\.inliers), "seed \(seed)")
+                if query.peaks.count < clean.peaks.count, fresh.first?.lastResort == true { thinnedFound += 1 }
+            }
+        }
+        #expect(thinnedFound >= 2, "only \(thinnedFound) thinned queries were found by the peak search")
+    }
+
     /// The places of rare landmarks (`Matcher.rareLandmarkBins`): hits weighted by 1 / their
     /// landmark's hits, only landmarks of at most `rareLandmarkHits`, from 2 hits, away from the
     /// bins taken.

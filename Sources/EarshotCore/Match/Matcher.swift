@@ -770,6 +770,9 @@ public final class Matcher {
     private func twoAnchorPlaces(in references: Set<Int>? = nil, queryFrames: Double) -> [Candidate] {
         guard peakSearchBins > 0 else { return [] }
         var bins = placesOfHits ?? busiestBins(peakSearchBins, from: Self.placeScore)
+        // The places listed in the walk of the search that collected the hits are these hits' own.
+        assert(placesOfHits == nil || bins == busiestBins(peakSearchBins, from: Self.placeScore),
+               "the places listed are not those of the hits held")
         bins += rareLandmarkBins(Self.rareLandmarkPlaces, apartFrom: bins)
         if let references {
             let binWidth = 1 << OffsetHistogram.binShift, margin = histogram.margin
