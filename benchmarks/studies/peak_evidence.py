@@ -17,18 +17,23 @@ the 8 strongest per second plus 5 per band, queries 20 + 8) on excerpts of the b
    - "evidence points": every 3 × 3 local maximum of the query's power at 8× its bin's median;
 3. where the peaks are lost: the same survival with the query's peaks selected another way (by
    power over a floor estimated from its peaks), not selected at all, or picked with smaller
-   neighbourhoods.
+   neighbourhoods;
+4. processing: the same survival with the query's power spectrum smoothed, stripped of an
+   estimate of late reverberation, or of its stationary noise before picking (references as now),
+   and with late reverberation removed on both sides (references picked from processed power);
+5. selection: the same survival with references selecting the peaks that survived three other
+   degradations of their own audio (the product's references are selected by power alone).
 
-    python3 benchmarks/studies/peak_evidence.py [clips] [survival] [loss] [evidence]
-    # 30 clips, every table: about 11 minutes; name tables to run only those
+    python3 benchmarks/studies/peak_evidence.py [clips] [survival] [loss] [evidence] [processing] [selection]
+    # 30 clips, every table: about 25 minutes; name tables to run only those
 
-Results are in benchmarks/RESULTS.md ("The living room", stops 39 and 40).
+Results are in benchmarks/RESULTS.md ("The living room", stops 39, 40 and 42).
 """
 import glob
 import sys
 
 import numpy as np
-from scipy.ndimage import maximum_filter
+from scipy.ndimage import convolve1d, maximum_filter, uniform_filter1d
 from scipy.signal import fftconvolve
 
 SR = 16000
@@ -80,8 +85,9 @@ DEGRADATIONS = {
 
 
 class FrontEnd:
-    def __init__(self, fft=1024, hop=128, radius_scale=1.0, frame_radius=5, reference=(8, 5), query=(20, 8)):
+    def __init__(self, fft=1024, hop=128, radius_scale=1.0, frame_radius=5, reference=(8, 5), query=(20, 8), process=None):
         self.fft, self.hop, self.frame_radius = fft, hop, frame_radius
+        self.process = process  # applied to the power spectrum (frames × bins) before picking
         self.reference, self.query = reference, query
         self.hz = SR / fft
         self.lo, self.hi = int(round(250 / self.hz)), int(round(4000 / self.hz))
@@ -92,7 +98,8 @@ class FrontEnd:
         window = np.hanning(self.fft + 1)[:-1]
         frames = 1 + (len(x) - self.fft) // self.hop
         index = np.arange(self.fft)[None, :] + self.hop * np.arange(frames)[:, None]
-        return np.abs(np.fft.rfft(x[index] * window, axis=1)) ** 2
+        p = np.abs(np.fft.rfft(x[index] * window, axis=1)) ** 2
+        return self.process(p) if self.process else p
 
     def candidates(self, x):
         """Every peak the picker finds, before selection: frame and bin indices, log power."""
@@ -229,6 +236,86 @@ def loss_table(clips, degraded):
         print('| %s | %s |' % (name, ' | '.join(cells)), flush=True)
 
 
+def late_reverb_removed(alpha, delay, smoothing=0.0):
+    """Power less `alpha` × the power `delay` frames earlier (exponentially averaged over the
+    past with `smoothing`, as late-reverberation suppression estimates the tail), kept ≥ 10 %."""
+    def process(p):
+        past = p.copy()
+        for t in range(1, len(p)):
+            past[t] = smoothing * past[t - 1] + (1 - smoothing) * p[t]
+        late = np.zeros_like(p)
+        late[delay:] = past[:-delay]
+        return np.maximum(p - alpha * late, 0.1 * p)
+    return process
+
+
+def survival_row(name, fe, references, clips, degraded):
+    """One table row: the share of `references`' peaks and pairs that `fe`'s query peaks keep,
+    under each degradation and clean."""
+    cells = []
+    for d in list(degraded) + ['clean']:
+        total = np.zeros(4)
+        for (rt, rf), y in zip(references, degraded.get(d, clips)):
+            total += survival(rt, rf, *fe.peaks(y, fe.query))
+        cells.append('peaks %.0f %%, pairs %.0f %%' % (100 * total[1] / total[0], 100 * total[3] / max(1, total[2])))
+    print('| %s | %s |' % (name, ' | '.join(cells)), flush=True)
+
+
+def processing_table(clips, degraded, references):
+    """Survival with the query's power spectrum processed before picking."""
+    variants = {
+        'as now': None,
+        'smoothed over 3 bins (0.5, 1, 0.5)': lambda p: convolve1d(p, [0.5, 1, 0.5], axis=1, mode='nearest'),
+        'smoothed over 3 frames': lambda p: uniform_filter1d(p, 3, axis=0, mode='nearest'),
+        'smoothed over 5 frames': lambda p: uniform_filter1d(p, 5, axis=0, mode='nearest'),
+        'late reverberation removed: 0.5 × the power 6 frames before': late_reverb_removed(0.5, 6),
+        'late reverberation removed: 1 × the power 4 frames before': late_reverb_removed(1.0, 4),
+        'late reverberation removed: 1 × the past\'s average (0.85 per frame) 4 frames before': late_reverb_removed(1.0, 4, 0.85),
+        'stationary noise removed: 1.5 × each bin\'s median': lambda p: np.maximum(p - 1.5 * np.median(p, axis=0), 0.05 * p),
+    }
+    # The same processing on both sides: references picked from processed power too.
+    both_sides = {
+        'both sides: late reverberation removed, 0.5 × the power 6 frames before': late_reverb_removed(0.5, 6),
+        'both sides: late reverberation removed, 1 × the power 4 frames before': late_reverb_removed(1.0, 4),
+        'both sides: late reverberation removed, 1 × the power 6 frames before': late_reverb_removed(1.0, 6),
+        'both sides: late reverberation removed, 2 × the power 4 frames before': late_reverb_removed(2.0, 4),
+        'both sides: late reverberation removed, 1 × the past\'s average (0.85 per frame) 4 frames before': late_reverb_removed(1.0, 4, 0.85),
+    }
+    print('| query\'s power spectrum | ' + ' | '.join(degraded) + ' | clean |')
+    print('|---|' + '---|' * (len(degraded) + 1))
+    for name, process in list(variants.items()) + list(both_sides.items()):
+        fe = FrontEnd(process=process)
+        refs = [fe.peaks(x, fe.reference) for x in clips] if name in both_sides else references
+        survival_row(name, fe, refs, clips, degraded)
+
+
+TRAINING = {
+    'pink noise -3 dB': lambda x: at_snr(x, noise('pink', len(x)), -3),
+    'room RT60 0.5 s + noise 10 dB': lambda x: at_snr(room(x, 0.5), noise('white', len(x)), 10),
+    'white noise 3 dB': lambda x: at_snr(x, noise('white', len(x)), 3),
+}
+
+
+def selection_table(clips, degraded):
+    """Survival when references prefer the peaks that their own audio keeps under `TRAINING`'s
+    degradations (other noise than the test's): strength + bonus × survivals, selected as now."""
+    fe = FrontEnd()
+    picked = []
+    for x in clips:
+        t, b, strength = fe.candidates(x)
+        kept = np.zeros(len(t))
+        for degrade in TRAINING.values():
+            qt, qf = fe.peaks(degrade(x), fe.query)
+            kept += found(t * fe.hop / SR, b * fe.hz, qt, qf, 0.008, 15.625)
+        picked.append((t, b, strength, kept))
+    print('| reference peaks selected by | ' + ' | '.join(degraded) + ' | clean |')
+    print('|---|' + '---|' * (len(degraded) + 1))
+    for bonus in (0, 1, 3):
+        references = [fe.select(t, b, strength + bonus * kept, fe.reference) for t, b, strength, kept in picked]
+        name = 'power (as now)' if bonus == 0 else 'log power + %d × degradations survived (of %d)' % (bonus, len(TRAINING))
+        survival_row(name, fe, references, clips, degraded)
+
+
 def evidence_table(clips16):
     fe = FrontEnd()
     print('| evidence at the right place, standard deviations over chance (median / 10th percentile of clips) | '
@@ -277,7 +364,7 @@ def evidence_table(clips16):
 
 
 if __name__ == '__main__':
-    known = ['survival', 'loss', 'evidence']
+    known = ['survival', 'loss', 'evidence', 'processing', 'selection']
     counts = [a for a in sys.argv[1:] if a.isdigit()]
     tables = [a for a in sys.argv[1:] if not a.isdigit()] or known
     unknown = [t for t in tables if t not in known]
@@ -294,5 +381,14 @@ if __name__ == '__main__':
     if 'loss' in tables:
         loss_table(clips, degraded)
         print()
+    if 'processing' in tables or 'selection' in tables:
+        rooms = dict(degraded, **{'room RT60 0.3 s + noise 5 dB': [at_snr(room(x, 0.3), noise('white', len(x)), 5) for x in clips]})
+        if 'processing' in tables:
+            now = FrontEnd()
+            processing_table(clips, rooms, [now.peaks(x, now.reference) for x in clips])
+            print()
+        if 'selection' in tables:
+            selection_table(clips, rooms)
+            print()
     if 'evidence' in tables:
         evidence_table(excerpts(n, 16.0))
