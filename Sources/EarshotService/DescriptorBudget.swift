@@ -10,7 +10,8 @@ import Foundation
 /// it cannot recover from (libdispatch traps when it cannot open one; capture cannot reopen its
 /// device). So the soft limit is raised to the hard one at start (systemd's default soft limit is
 /// 1024), and connections are capped below it, leaving a reserve for the daemon's own files,
-/// catalogs, the sound card and the database, whatever the network does.
+/// catalogs, the sound card and the database, whatever the network does, and room for a burst
+/// of connections that gets past the closing door.
 struct DescriptorBudget: Equatable {
     /// The soft limit before and after raising it.
     let limitBefore: Int
@@ -19,12 +20,21 @@ struct DescriptorBudget: Equatable {
     let inUse: Int
     /// Kept for the daemon itself: never given to connections.
     let reserve: Int
+    /// Kept for what a burst of connections takes past the closing door (`burstAllowance`).
+    let burst: Int
     /// Connections the RPC and events sockets may hold together.
     let connections: Int
 
     /// The fewest descriptors kept for the daemon's own use, and the share of a larger limit.
     static let minimumReserve = 64
     static let reserveShare = 8
+    /// The door (`ConnectionLimiter`) closes when the transport thread sees the connections
+    /// libzmq accepted; until it does, libzmq keeps accepting, and when that thread is starved of
+    /// CPU a flood's burst gets far past the door: on a 2-core machine with two busy processes
+    /// beside the daemon, up to 37 connections past the cap, when nothing was kept for it (the
+    /// reserve was down to 18 of 64). Connections are capped this much lower, so that the burst
+    /// lands here and not in the reserve.
+    static let burstAllowance = 64
 
     /// Raises the soft limit to the hard one and works out the budget; `configured` is the
     /// connection cap asked for (`rpc.max_connections`); `openedLater`, descriptors the daemon
@@ -47,7 +57,8 @@ struct DescriptorBudget: Equatable {
         self.limit = limit
         self.inUse = inUse
         reserve = max(Self.minimumReserve, limit / Self.reserveShare)
-        connections = max(1, min(configured, limit - inUse - reserve))
+        burst = Self.burstAllowance
+        connections = max(1, min(configured, limit - inUse - reserve - burst))
     }
 
     /// Descriptors open now (the entries of /proc/self/fd, less the one reading it).

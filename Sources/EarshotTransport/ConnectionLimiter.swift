@@ -146,14 +146,16 @@ public final class ConnectionLimiter: Sendable {
 
     /// Closes the door a listen backlog before the limit — what the kernel already completed, and
     /// what the socket monitor has not reported yet, still gets in after it closes — and opens it
-    /// again a few places below (so that it does not flap with every connection); the same for
-    /// each address at its own limit.
+    /// again only when half of that is free: a flood's retries arrive in a burst as it opens, and
+    /// when this thread is starved of CPU the burst gets far past the door before it is seen
+    /// (the daemon keeps descriptors for it); it should start low. Each address at its own limit is
+    /// blocked, and let in again a few places below it.
     private func updateGates(_ s: inout State) {
         let maximum = limits.maximumConnections, perAddress = limits.maximumPerAddress
         let closeAt = max(maximum - Int(Self.listenBacklog), maximum * 3 / 4, 1)
         var closed = s.closed
         if s.open.count >= closeAt { closed = true }
-        if s.open.count <= closeAt - max(2, maximum / 16) { closed = false }
+        if s.open.count <= closeAt / 2 { closed = false }
         var blocked = s.blocked.filter { s.perAddress[$0, default: 0] > perAddress - max(1, perAddress / 16) }
         for (address, count) in s.perAddress where count >= perAddress { blocked.insert(address) }
         guard closed != s.closed || blocked != s.blocked else { return }
