@@ -20,8 +20,6 @@ struct DescriptorBudget: Equatable {
     let inUse: Int
     /// Kept for the daemon itself: never given to connections.
     let reserve: Int
-    /// Kept for what a burst of connections takes past the closing door (`burstAllowance`).
-    let burst: Int
     /// Connections the RPC and events sockets may hold together.
     let connections: Int
 
@@ -57,8 +55,7 @@ struct DescriptorBudget: Equatable {
         self.limit = limit
         self.inUse = inUse
         reserve = max(Self.minimumReserve, limit / Self.reserveShare)
-        burst = Self.burstAllowance
-        connections = max(1, min(configured, limit - inUse - reserve - burst))
+        connections = max(1, min(configured, limit - inUse - reserve - Self.burstAllowance))
     }
 
     /// Descriptors open now (the entries of /proc/self/fd, less the one reading it).

@@ -241,7 +241,7 @@ def late_reverb_removed(alpha, delay, smoothing=0.0):
     past with `smoothing`, as late-reverberation suppression estimates the tail), kept ≥ 10 %."""
     def process(p):
         past = p.copy()
-        for t in range(1, len(p)):
+        for t in range(1, len(p) if smoothing else 0):
             past[t] = smoothing * past[t - 1] + (1 - smoothing) * p[t]
         late = np.zeros_like(p)
         late[delay:] = past[:-delay]
