@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -19,8 +19,10 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // No traits: the default ones add Foundation stream APIs, which would link all of Foundation.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.1.1"),
     ],
     targets: [
         // C libraries from Debian packages. Only their one Swift wrapper imports each.
@@ -32,10 +34,12 @@ let package = Package(
         .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // glibc's thread naming, which Swift's Glibc module leaves out (no library to link).
+        .systemLibrary(name: "CPthread"),
 
         // `Locked<Value>`: Synchronization.Mutex with its ordering told to ThreadSanitizer (which
         // cannot see a contended Mutex hand-over on Linux). Every target that locks uses it.
-        .target(name: "EarshotSync"),
+        .target(name: "EarshotSync", dependencies: ["CPthread"]),
 
         // Thin typed wrappers over the POSIX calls for files: atomic write, whole-file read,
         // read-only mmap, file identity, EINTR retries. Imports only the C library.
@@ -53,7 +57,7 @@ let package = Package(
 
         // Pure core, no I/O: DSP, fingerprints, signature and catalog formats, matcher, media-item
         // rules, session state machines.
-        .target(name: "EarshotCore", dependencies: ["FFTW"]),
+        .target(name: "EarshotCore", dependencies: ["FFTW", .product(name: "RealModule", package: "swift-numerics")]),
 
         // Catalog authoring: the media-items CSV (tokenizing, column schema, range syntax) and
         // how its rows are assigned to references. The CLI's; never on the matching path.

@@ -32,11 +32,9 @@ static inline void earshot_alsa_capture_messages(void) {
     snd_lib_error_set_handler(earshot_alsa_error_handler);
 }
 
-/* Two glibc extensions the capture thread needs, which glibc declares only under _GNU_SOURCE and
- * Swift's Glibc module therefore leaves out: naming the thread (glibc 2.12) and waiting on a
- * semaphore against the monotonic clock (glibc 2.30). */
-#include <pthread.h>
+/* A glibc extension the capture thread needs, which glibc declares only under _GNU_SOURCE and
+ * Swift's Glibc module therefore leaves out: waiting on a semaphore against the monotonic clock
+ * (glibc 2.30). */
 #include <semaphore.h>
 #include <time.h>
-extern int pthread_setname_np(pthread_t thread, const char *name);
 extern int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime);

@@ -258,8 +258,8 @@ public final class AudioFileReader {
     /// libsndfile's message without its "System error : " prefix, trailing full stop and capital.
     private static func humanized(_ text: String) -> String {
         var s = Substring(text)
-        if let range = s.range(of: "System error : ") { s = s[range.upperBound...] }
-        if let range = s.range(of: "Error : ") { s = s[range.upperBound...] }
+        if let range = s.firstRange(of: "System error : ") { s = s[range.upperBound...] }
+        if let range = s.firstRange(of: "Error : ") { s = s[range.upperBound...] }
         while s.last == "." || s.last == " " || s.last == "\n" { s = s.dropLast() }
         guard let first = s.first else { return "unknown error" }
         return first.lowercased() + s.dropFirst()

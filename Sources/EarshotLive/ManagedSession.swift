@@ -2,8 +2,12 @@ import Dispatch
 import EarshotAudio
 import EarshotCore
 import EarshotSync
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A session that owns its audio source and keeps a prerecording buffer (`SHManagedSession`).
 ///
@@ -78,10 +82,13 @@ public final class ManagedSession: Sendable {
         self.channel = channel
         let worker = Worker(catalogs: catalogs, configuration: configuration, stallTimeout: stallTimeout, makeSource: source)
         self.worker = worker
-        let thread = Thread { worker.run(channel: channel) }
-        thread.name = "earshot-session"
-        thread.stackSize = 1 << 20
-        thread.start()
+        do {
+            // Runs until `shutdown` (or deinit) posts its command; detached, as `shutdown` waits
+            // for the worker rather than the thread.
+            _ = try NamedThread(name: "earshot-session", stackSize: 1 << 20) { worker.run(channel: channel) }
+        } catch {
+            fatalError("\(error)")  // only when the system has no thread left to give
+        }
     }
 
     deinit {

@@ -1,7 +1,7 @@
 import Dispatch
 import EarshotAudio
 import EarshotCore
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 extension ManagedSession {

@@ -1,7 +1,7 @@
 import EarshotCore
 import EarshotSystem
 import EarshotTransport
-import Foundation
+import FoundationEssentials
 
 /// The daemon's allow-list file: one client per line, "<Z85 public key> <name> <role>", '#'
 /// comments (a line starting with '#', or '#' after the role) and blank lines ignored. Errors name the line, since people edit it by hand.

@@ -1,7 +1,8 @@
+import Dispatch
 import EarshotStore
 import EarshotSync
 import EarshotSystem
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Picks up catalogs copied into the catalogs folder while the daemon runs (scp, rsync, cp):
@@ -20,7 +21,7 @@ final class CatalogFolderWatcher: Sendable {
             logger.error("catalog files copied in will be seen at the next start only: \(error.message)")
             return nil
         }
-        let thread = Thread { [stopping, done] in
+        let body: @Sendable () -> Void = { [stopping, done] in
             while !stopping.withLock({ $0 }) {
                 for change in watcher.changes(timeoutMilliseconds: 250) {
                     switch change {
@@ -38,8 +39,12 @@ final class CatalogFolderWatcher: Sendable {
             }
             done.signal()
         }
-        thread.name = "earshot-catalog-watch"
-        thread.start()
+        do {
+            _ = try NamedThread(name: "earshot-catalog-watch", body: body)
+        } catch {
+            logger.error("catalog files copied in will be seen at the next start only: \(error)")
+            return nil
+        }
     }
 
     func stop() {

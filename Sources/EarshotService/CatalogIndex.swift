@@ -1,7 +1,7 @@
 import EarshotCore
 import EarshotCrypto
 import EarshotSystem
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// `<state>/catalogs.json`: what the catalog files cannot say about themselves — each name's

@@ -5,7 +5,7 @@ import EarshotStore
 import EarshotSync
 import EarshotSystem
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// The daemon's catalogs by name: which are installed, which version, which are enabled, and

@@ -4,7 +4,7 @@ import EarshotStore
 import EarshotSystem
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// `earshot.v1.Catalogs`: what the daemon holds, and installing catalogs over the network.

@@ -4,7 +4,7 @@ import EarshotSync
 import EarshotSystem
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 
@@ -304,13 +304,13 @@ final class CueService: Sendable {
     }
 
     private func logLine(_ e: CueEvent) {
-        let at = String(format: "%.2f", e.position)
+        let at = e.position.decimalText(places: 2)
         switch e.kind {
         case .started, .skipped:
-            let late = e.lateness > 0.05 ? String(format: ", %.2f s late", e.lateness) : ""
+            let late = e.lateness > 0.05 ? ", \(e.lateness.decimalText(places: 2)) s late" : ""
             logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(e.owed ? " (owed)" : "")")
         case .seek:
-            logger.info("cue timeline: \(e.programme.key) jumped from \(String(format: "%.2f", e.from ?? 0)) to \(at) s")
+            logger.info("cue timeline: \(e.programme.key) jumped from \((e.from ?? 0).decimalText(places: 2)) to \(at) s")
         case .programmeLost:
             logger.info("cue timeline: \(e.programme.key) lost at \(at) s")
         case .schedule, .upcoming, .ended:

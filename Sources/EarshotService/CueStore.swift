@@ -1,6 +1,10 @@
 import EarshotCore
 import EarshotSystem
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What the cue service keeps across restarts, each in one JSON file of the state folder written
 /// atomically: the controller's cue replacements (`cue-overrides.json`) and which ONCE cues have
@@ -19,8 +23,8 @@ struct CueStore: Sendable {
     let oncePath: String
 
     init(stateDirectory: String) {
-        overridesPath = (stateDirectory as NSString).appendingPathComponent("cue-overrides.json")
-        oncePath = (stateDirectory as NSString).appendingPathComponent("cues-once.json")
+        overridesPath = Path.join(stateDirectory, "cue-overrides.json")
+        oncePath = Path.join(stateDirectory, "cues-once.json")
     }
 
     func loadOverrides() throws(SystemError) -> [Override] {

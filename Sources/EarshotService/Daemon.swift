@@ -7,7 +7,7 @@ import EarshotSync
 import EarshotSystem
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// `earshotd` put together: catalogs, the managed session on the configured source, the RPC
@@ -37,7 +37,7 @@ public final class Daemon: Sendable {
         self.logger = logger
         // A daemon or CLI killed in the middle of an atomic write leaves its temporary file.
         let state = configuration.stateDirectory
-        let catalogFolder = (state as NSString).appendingPathComponent("catalogs")
+        let catalogFolder = Path.join(state, "catalogs")
         for folder in [state, catalogFolder] {
             for name in AtomicFile.removeStaleTemporaries(in: folder) {
                 logger.notice("removed \(name) in \(folder), left by an interrupted write")
@@ -55,12 +55,12 @@ public final class Daemon: Sendable {
                 throw .internalError("catalogs.trusted_authors: \(error.message)")
             }
         }
-        registry = try CatalogRegistry(directory: catalogFolder, indexPath: (state as NSString).appendingPathComponent("catalogs.json"),
+        registry = try CatalogRegistry(directory: catalogFolder, indexPath: Path.join(state, "catalogs.json"),
                                        trust: trust, required: configuration.catalog, logger: logger, shouldStop: stopRequested)
         let uploadArea: UploadArea
         do {
             uploadArea = try UploadArea(
-                directory: (state as NSString).appendingPathComponent("uploads"),
+                directory: Path.join(state, "uploads"),
                 limits: .init(maximumBytes: configuration.maximumUploadBytes, maximumUploads: configuration.maximumUploads,
                               maximumTotalBytes: configuration.maximumUploadTotalBytes,
                               expirySeconds: Double(configuration.uploadExpirySeconds), reserveBytes: configuration.reserveBytes),
@@ -234,9 +234,9 @@ public final class Daemon: Sendable {
 
     /// "2.4 h", "12 min" or "81 s": a catalog's length at a glance.
     static func duration(_ seconds: Double) -> String {
-        if seconds >= 3600 { return String(format: "%.1f h", seconds / 3600) }
-        if seconds >= 120 { return String(format: "%.0f min", seconds / 60) }
-        return String(format: "%.0f s", seconds)
+        if seconds >= 3600 { return "\((seconds / 3600).decimalText(places: 1)) h" }
+        if seconds >= 120 { return "\((seconds / 60).decimalText(places: 0)) min" }
+        return "\(seconds.decimalText(places: 0)) s"
     }
 
     /// The endpoints actually bound (port 0 becomes the real port).

@@ -1,5 +1,5 @@
 import EarshotSystem
-import Foundation
+import FoundationEssentials
 
 /// What earshotd's command line says about its configuration, beyond the declared options: the
 /// `--section.key=value` overrides and where the configuration file is.

@@ -1,4 +1,5 @@
-import Foundation
+import EarshotSystem
+import FoundationEssentials
 
 /// Everything `earshotd` can be told, with its defaults. `deploy/earshotd.toml` lists every key
 /// with a comment and its default; a test keeps the two in step.
@@ -73,12 +74,12 @@ public struct DaemonConfiguration: Equatable, Sendable {
 
     /// The library database file actually used.
     public var libraryDatabasePath: String {
-        libraryPath.isEmpty ? (stateDirectory as NSString).appendingPathComponent("library.db") : libraryPath
+        libraryPath.isEmpty ? Path.join(stateDirectory, "library.db") : libraryPath
     }
 
     /// The allow-list file actually used.
     public var allowListPath: String {
-        allowList.isEmpty ? (stateDirectory as NSString).appendingPathComponent("clients.allow") : allowList
+        allowList.isEmpty ? Path.join(stateDirectory, "clients.allow") : allowList
     }
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -239,7 +240,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
 extension DaemonConfiguration {
     /// The configuration as TOML, every key (for `earshotd --check-config`).
     public func rendered(origin: String) -> String {
-        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        func q(_ s: String) -> String { "\"" + s.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }
         func list(_ a: [String]) -> String { "[" + a.map(q).joined(separator: ", ") + "]" }
         return """
             # effective configuration (from \(origin) and the command line)

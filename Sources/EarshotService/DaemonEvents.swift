@@ -2,7 +2,7 @@ import EarshotCore
 import EarshotLive
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 
 /// What the daemon publishes, on which topic. Every event carries the full state of its key, so
 /// a dashboard that missed some can apply the next one as is.

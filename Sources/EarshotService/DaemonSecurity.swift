@@ -2,8 +2,12 @@ import EarshotCore
 import EarshotSync
 import EarshotSystem
 import EarshotTransport
-import Foundation
+import FoundationEssentials
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The daemon's CURVE side: its key pair (made on first start), the allow-list file and its
 /// reloading, the start-up self-test, and the rate-limited log of refused clients.
@@ -21,8 +25,8 @@ final class DaemonSecurity: Sendable {
     init(configuration: DaemonConfiguration, logger: Logger) throws(EarshotError) {
         self.logger = logger
         let state = configuration.stateDirectory
-        let keyPath = (state as NSString).appendingPathComponent("server.key")
-        let publicPath = (state as NSString).appendingPathComponent("server.public")
+        let keyPath = Path.join(state, "server.key")
+        let publicPath = Path.join(state, "server.public")
         let keyPair: CurveKeyPair
         do throws(CurveKeyFile.Problem) {
             if FileManager.default.fileExists(atPath: keyPath) {
@@ -104,7 +108,7 @@ final class DaemonSecurity: Sendable {
             guard ContinuousClock.now < giveUp else {
                 throw .internalError("security self-test failed: a client with an unknown key connecting to \(target) was not refused within 5 s; refusing to start")
             }
-            Thread.sleep(forTimeInterval: 0.01)
+            usleep(10_000)
         }
         logged.withLock { $0.keys = security.allowList.rejections.count }
         logger.info("security self-test: an unknown key was refused on \(target)")
@@ -112,7 +116,6 @@ final class DaemonSecurity: Sendable {
 
     /// `endpoint` with a wildcard host replaced by 127.0.0.1, so the self-test can reach it.
     static func loopback(_ endpoint: String) -> String {
-        endpoint.replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
-            .replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
+        endpoint.replacing("tcp://0.0.0.0:", with: "tcp://127.0.0.1:").replacing("tcp://*:", with: "tcp://127.0.0.1:")
     }
 }

@@ -1,7 +1,12 @@
 import EarshotCore
 import EarshotSync
-import Foundation
+import EarshotSystem
+import FoundationEssentials
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What SIGTERM, SIGINT and SIGHUP do at every point of earshotd's life. `main` blocks them
 /// before anything else (`ProcessSignals.block`) and calls `takeSignals()` right after, so a
@@ -44,8 +49,8 @@ public final class DaemonSignals: Sendable {
     public var stopRequested: Bool { state.withLock { $0.stopRequested } }
 
     /// Takes the (blocked) signals from now on, on a thread of their own.
-    public func takeSignals() {
-        ProcessSignals.handle([SIGTERM, SIGINT, SIGHUP]) { [self] number in handle(number) }
+    public func takeSignals() throws(NamedThread.StartError) {
+        try ProcessSignals.handle([SIGTERM, SIGINT, SIGHUP]) { [self] number in handle(number) }
     }
 
     /// The configuration is read and logging works: the daemon is being built.
@@ -104,8 +109,9 @@ public final class DaemonSignals: Sendable {
 
     /// After `startupGrace`, exits 0 if the daemon is still not built.
     private func exitIfStartUpHangs() {
-        let thread = Thread { [self] in
-            Thread.sleep(forTimeInterval: Double(Self.startupGrace.components.seconds))
+        // If no thread can be made, the stop waits for start-up to notice it.
+        _ = try? NamedThread(name: "earshot-stop-watch", stackSize: 1 << 18) { [self] in
+            sleep(UInt32(Self.startupGrace.components.seconds))
             let logger = state.withLock { s -> Logger?? in
                 switch s.phase {
                 case .running: return .none
@@ -118,16 +124,14 @@ public final class DaemonSignals: Sendable {
             fflush(nil)
             _exit(0)
         }
-        thread.name = "earshot-stop-watch"
-        thread.stackSize = 1 << 18
-        thread.start()
     }
 
     private static func say(_ message: String, _ logger: Logger?) {
         if let logger {
             logger.notice("\(message)")
         } else {
-            FileHandle.standardError.write(Data("earshotd: \(message)\n".utf8))
+            var text = "earshotd: \(message)\n"
+            text.withUTF8 { _ = Descriptor.writeAll(STDERR_FILENO, UnsafeRawBufferPointer($0)) }
         }
     }
 }

@@ -2,7 +2,7 @@
     import Glibc
 #endif
 
-import Foundation
+import FoundationEssentials
 
 /// How many file descriptors the daemon has and how many its network connections may use.
 ///

@@ -2,7 +2,7 @@ import EarshotCore
 import EarshotSync
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// `earshot.v1.Health`: serving status as grpc.health.v1 ("" or a service name), what is wrong

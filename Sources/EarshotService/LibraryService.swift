@@ -1,12 +1,17 @@
+import EarshotCore
 import EarshotCrypto
 import EarshotStore
 import EarshotSync
 import EarshotSystem
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `earshot.v1.Library`: each client's library of matched items, private to its key.
 ///
@@ -38,10 +43,10 @@ final class LibraryService: Sendable {
         self.events = events
         self.logger = logger
         reserveBytes = c.libraryReserveBytes
-        backupFolder = (c.stateDirectory as NSString).appendingPathComponent("library-backups")
+        backupFolder = Path.join(c.stateDirectory, "library-backups")
         self.allowedNames = allowedNames
         for name in (try? Directory.names(in: backupFolder)) ?? [] where name.hasSuffix(".partial") {
-            try? Directory.remove((backupFolder as NSString).appendingPathComponent(name))
+            try? Directory.remove(Path.join(backupFolder, name))
         }
     }
 
@@ -155,9 +160,9 @@ final class LibraryService: Sendable {
         guard matchedAt > 0, matchedAt <= now + 86_400_000 else {
             throw RpcError(.invalidArgument, "matched_at_unix_ms \(n.matchedAtUnixMs) is not a time before tomorrow")
         }
-        var properties = item.mediaItem.customPropertiesJson.trimmingCharacters(in: .whitespacesAndNewlines)
+        var properties = String(item.mediaItem.customPropertiesJson.trimmingWhitespace())
         if properties.isEmpty { properties = "{}" }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(properties.utf8)), object is [String: Any] else {
+        guard case .object? = JSONValue(jsonText: properties) else {
             throw RpcError(.invalidArgument, "custom_properties_json is not a JSON object")
         }
         let body: [UInt8]
@@ -286,30 +291,28 @@ final class LibraryService: Sendable {
             throw RpcError(.unavailable, "cannot make \(folder): \(error.message)")
         }
         let stamp = Self.fileStamp()
-        let path = (folder as NSString).appendingPathComponent("library-\(stamp).db")
+        let path = Path.join(folder, "library-\(stamp).db")
         let owners: [LibraryOwner]
         do throws(LibraryError) { owners = try await store.backup(to: path) } catch { throw rpcError(error) }
-        var hash = SHA256()
-        var size = 0
+        let digest: [UInt8]
+        let size: Int
         do {
-            let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            defer { try? file.close() }
-            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
-                chunk.withUnsafeBytes { hash.update($0) }
-                size += chunk.count
-            }
+            let file = try MappedFile(path: path)
+            file.willRead(0..<file.bytes.count)
+            digest = SHA256.hash(file.bytes)
+            size = file.bytes.count
         } catch {
-            throw RpcError(.internal, "the backup \(path) was written but cannot be read back: \(error)")
+            throw RpcError(.internal, "the backup \(path) was written but cannot be read back: \(error.message)")
         }
         var reply = Earshot_V1_LibraryBackupResponse()
         reply.path = path
         reply.bytes = UInt64(size)
-        reply.sha256 = SHA256.hex(hash.finish())
+        reply.sha256 = SHA256.hex(digest)
         reply.owners = UInt32(owners.count)
         reply.items = UInt64(owners.reduce(0) { $0 + $1.itemCount })
         logger.notice("library: \(caller) wrote a backup to \(path) (\(size) bytes, \(reply.items) items)")
         let names = ((try? Directory.names(in: folder)) ?? []).filter { $0.hasPrefix("library-") && $0.hasSuffix(".db") }.sorted()
-        for old in names.dropLast(Self.backupsKept) { try? Directory.remove((folder as NSString).appendingPathComponent(old)) }
+        for old in names.dropLast(Self.backupsKept) { try? Directory.remove(Path.join(folder, old)) }
         return reply
     }
 
@@ -357,8 +360,8 @@ final class LibraryService: Sendable {
     /// Writes are refused while the disk is nearly full: the database, and the rest of the
     /// daemon, keep room to finish what they do.
     private func checkSpace() throws(RpcError) {
-        let folder = (store.path as NSString).deletingLastPathComponent
-        guard reserveBytes > 0, let free = Directory.availableBytes(at: folder.isEmpty ? "." : folder), free < reserveBytes else { return }
+        let folder = Path.folder(of: store.path)
+        guard reserveBytes > 0, let free = Directory.availableBytes(at: folder), free < reserveBytes else { return }
         throw RpcError(.resourceExhausted, "the library's disk has \(free >> 20) MB free, below library.reserve_bytes (\(reserveBytes >> 20) MB): free some space; nothing was changed")
     }
 
@@ -382,11 +385,18 @@ final class LibraryService: Sendable {
 
     static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 
+    /// Now in UTC as "20261129T061054.123Z": backups sort by name in the order they were made.
     static func fileStamp() -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
-        return f.string(from: Date())
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var t = tm()
+        gmtime_r(&seconds, &t)
+        func digits(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return digits(Int(t.tm_year) + 1900, 4) + digits(Int(t.tm_mon) + 1, 2) + digits(Int(t.tm_mday), 2) + "T"
+            + digits(Int(t.tm_hour), 2) + digits(Int(t.tm_min), 2) + digits(Int(t.tm_sec), 2) + "." + digits(now.tv_nsec / 1_000_000, 3) + "Z"
     }
 }

@@ -1,7 +1,8 @@
+import Dispatch
 import EarshotStore
 import EarshotSync
 import EarshotSystem
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// The library database as the daemon holds it: opened and checked at start, one connection
@@ -85,11 +86,11 @@ final class LibraryStore: Sendable {
     /// Why a database may not open, in the terms of the file system: SQLite only says "unable
     /// to open database file".
     private static func accessHint(_ path: String) -> String {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = Path.folder(of: path)
         let files = FileManager.default
-        var isFolder: ObjCBool = false
+        var isFolder = false
         if !files.fileExists(atPath: folder, isDirectory: &isFolder) { return " (the folder \(folder) does not exist)" }
-        if !isFolder.boolValue { return " (\(folder) is not a folder)" }
+        if !isFolder { return " (\(folder) is not a folder)" }
         if files.fileExists(atPath: path) {
             if !files.isReadableFile(atPath: path) { return " (earshotd's user may not read \(path))" }
         } else if !files.isWritableFile(atPath: folder) {
@@ -142,7 +143,7 @@ final class LibraryStore: Sendable {
                 aside = String(first.dropFirst("moved-to ".count))
                 lines.removeFirst()
             }
-            text = lines.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+            text = String(lines.joined(separator: "\n").trimmingWhitespace())
         }
 
         static func text(aside: String, _ recovery: String) -> String { "moved-to \(aside)\n\(recovery)\n" }

@@ -1,6 +1,6 @@
 import EarshotCore
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Where every result the daemon makes goes: the one producer of the match/ topic, the match
@@ -42,7 +42,7 @@ final class MatchFeed: Sendable {
         case .follow:
             events.publishMatch(message)
             if let item = result.mediaItems.first {
-                logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) (\(item.catalogName) v\(item.catalogVersion)) at \(String(format: "%.2f", item.predictedCurrentMatchOffset)) s, skew \(String(format: "%+.2f", item.frequencySkew * 100)) %, confidence \(String(format: "%.2f", item.confidence))")
+                logger.info("match: \(item.mediaItem.title ?? item.mediaItem.id) (\(item.catalogName) v\(item.catalogVersion)) at \(item.predictedCurrentMatchOffset.decimalText(places: 2)) s, skew \((item.frequencySkew * 100).decimalText(places: 2, signed: true)) %, confidence \(item.confidence.decimalText(places: 2))")
             }
         case .stream, .signature:
             break

@@ -1,4 +1,9 @@
-import Foundation
+import EarshotSync
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A daemon's signals without races. `block` them first thing in `main`, before any thread
 /// exists: every thread inherits the mask, so none runs a signal's default action and a signal
@@ -12,17 +17,14 @@ public enum ProcessSignals {
     }
 
     /// Calls `handler` for each of `signals` (which must be blocked) as it arrives, forever.
-    public static func handle(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
-        let thread = Thread {
+    public static func handle(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) throws(NamedThread.StartError) {
+        _ = try NamedThread(name: "earshot-signals", stackSize: 1 << 18) {
             var set = Self.set(signals)
             while true {
                 var number: Int32 = 0
                 if sigwait(&set, &number) == 0 { handler(number) }
             }
         }
-        thread.name = "earshot-signals"
-        thread.stackSize = 1 << 18
-        thread.start()
     }
 
     private static func set(_ signals: [Int32]) -> sigset_t {

@@ -3,7 +3,7 @@ import EarshotLive
 import EarshotSync
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 
 /// `earshot.v1.Recognizer`: the managed session over RPC, and one-off signatures.
 final class RecognizerService: Sendable {

@@ -2,7 +2,7 @@ import EarshotCore
 import EarshotLive
 import EarshotTransport
 import EarshotWire
-import Foundation
+import FoundationEssentials
 
 /// `earshot.v1.Session`: the snapshot a late-joining dashboard starts from.
 final class SessionService: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The part of TOML a config file needs: `[section]` headers, `key = value` lines with strings
 /// (basic `"…"` with the usual escapes, or literal `'…'`), integers, floats, booleans and
@@ -181,7 +181,7 @@ public enum TOMLSubset {
         mutating func scalar() throws(ParseError) -> Value {
             let start = at
             while let c = peek, c != 32, c != 9, c != UInt8(ascii: ","), c != UInt8(ascii: "]"), c != UInt8(ascii: "#") { at += 1 }
-            let text = String(decoding: bytes[start..<at], as: UTF8.self).replacingOccurrences(of: "_", with: "")
+            let text = String(decoding: bytes[start..<at], as: UTF8.self).replacing("_", with: "")
             if text == "true" { return .boolean(true) }
             if text == "false" { return .boolean(false) }
             if let i = Int(text) { return .integer(i) }

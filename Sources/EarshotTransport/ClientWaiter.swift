@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Receives the items and the end of one client stream. `expectedItemSeq` is the loop
 /// thread's; the closures feed the caller's `AsyncThrowingStream`.

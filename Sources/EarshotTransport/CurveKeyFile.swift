@@ -1,5 +1,9 @@
 import EarshotSystem
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Key files: a secret key file holds the Z85 secret key on its one non-comment line (the public
 /// half is derived from it); a public key file holds the Z85 public key the same way. Comments
@@ -25,7 +29,8 @@ public enum CurveKeyFile {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw Problem(message: "\(path): cannot read the key file")
         }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let lines = text.split(whereSeparator: \.isNewline)
+            .map { line in String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
             .filter { !$0.isEmpty && !($0.hasPrefix("#") && !CurveKeyPair.isValidKey($0)) }
         guard lines.count == 1, CurveKeyPair.isValidKey(lines[0]) else {
             throw Problem(message: "\(path): a key file holds one 40-character Z85 key (and '#' comments)")

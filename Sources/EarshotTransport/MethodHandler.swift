@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a handler's call ended: a unary reply's payload (empty for a stream), or an error.
 enum HandlerOutcome: Sendable {

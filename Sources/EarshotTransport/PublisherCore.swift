@@ -1,6 +1,10 @@
 import EarshotSync
 import EarshotWire
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The publisher's engine: sequence numbers and the outbox under a lock (any thread publishes),
 /// the PUB socket and the heartbeat timer on the loop thread.

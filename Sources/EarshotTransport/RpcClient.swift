@@ -1,6 +1,6 @@
 import EarshotSync
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import SwiftProtobuf
 
 /// Calls an Earshot server over a DEALER socket, by the EARSHOT/1 call rules.

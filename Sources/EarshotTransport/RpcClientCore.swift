@@ -1,6 +1,6 @@
 import EarshotSync
 import EarshotWire
-import Foundation
+import FoundationEssentials
 
 /// The client's engine: a DEALER socket on a loop thread, and the calls waiting for answers.
 ///

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import EarshotWire
 import SwiftProtobuf
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Serves RPC methods on a ROUTER socket, by the EARSHOT/1 call rules (docs/PROTOCOL.md).
 ///

@@ -1,6 +1,6 @@
 import EarshotSync
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The server's engine: the ROUTER socket and every call in flight, on the loop thread.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SwiftProtobuf
 
 /// Sends the items of a server-streaming call.
@@ -14,7 +14,7 @@ public final class RpcStreamWriter<Response: SwiftProtobuf.Message>: Sendable {
     /// is not reading fast enough: the server does not buffer for a slow client, it ends the
     /// stream (the handler should then stop, rethrowing the error is fine).
     public func send(_ message: Response) throws(RpcError) {
-        let payload: Foundation.Data
+        let payload: Data
         do {
             payload = try message.serializedBytes()
         } catch {

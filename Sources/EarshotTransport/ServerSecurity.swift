@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// CURVE for a server socket: its key pair and the clients it admits.
 public struct ServerSecurity: Sendable {

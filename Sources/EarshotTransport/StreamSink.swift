@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The untyped half of `RpcStreamWriter`: hands encoded items to the loop thread.
 struct StreamSink: Sendable {

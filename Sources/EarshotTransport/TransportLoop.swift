@@ -10,7 +10,7 @@ import EarshotSync
 public final class TransportLoop: Sendable {
     private enum Phase {
         case idle
-        case running(IOThread)
+        case running(NamedThread)
         case stopped
     }
 
@@ -31,7 +31,7 @@ public final class TransportLoop: Sendable {
             guard case .idle = phase else { return }
             let core = self.core
             do {
-                phase = .running(try IOThread(name: "earshot-io") { core.run() })
+                phase = .running(try NamedThread(name: "earshot-io") { core.run() })
             } catch {
                 // Only EAGAIN (no threads left) is possible. Leave the loop idle: work stays
                 // queued and `stop` closes the sockets.

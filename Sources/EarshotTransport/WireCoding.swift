@@ -1,5 +1,5 @@
 import EarshotWire
-import Foundation
+import FoundationEssentials
 import SwiftProtobuf
 
 /// Decoding rules shared by both ends.

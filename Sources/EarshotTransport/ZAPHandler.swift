@@ -12,7 +12,7 @@ final class ZAPHandler: Sendable {
 
     /// ZAP domain → allow-list. Static so that the handler thread needs no reference to self.
     private static let lists = Locked<[String: ClientAllowList]>([:])
-    private let thread: IOThread
+    private let thread: NamedThread
 
     private static let started: Result<ZAPHandler, TransportError> = {
         do throws(TransportError) { return .success(try ZAPHandler()) } catch { return .failure(error) }
@@ -27,7 +27,11 @@ final class ZAPHandler: Sendable {
         let socket = try ZMQSocket(.rep)
         try socket.set(.linger, 0)
         try socket.bind(Self.endpoint)
-        thread = try IOThread(name: "earshot-zap") { Self.serve(socket) }
+        do {
+            thread = try NamedThread(name: "earshot-zap") { Self.serve(socket) }
+        } catch {
+            throw TransportError(operation: "start the earshot-zap thread", code: error.code)
+        }
     }
 
     /// Makes `list` answer for the sockets whose ZAP domain is `list.domain`. The list is kept

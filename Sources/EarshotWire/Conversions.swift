@@ -1,5 +1,5 @@
 import EarshotCore
-import Foundation
+import FoundationEssentials
 
 // Core types to their wire messages. The wire keeps every property a client can show; nothing
 // here decides anything.

@@ -2,8 +2,11 @@ import ArgumentParser
 import Dispatch
 import EarshotCore
 import EarshotService
-import Foundation
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // earshotd: reads its configuration, starts the daemon, stops it gracefully on SIGTERM/SIGINT.
 // Everything it does is in EarshotService; this file only parses arguments and wires signals.
@@ -14,7 +17,11 @@ import Logging
 ProcessSignals.block([SIGTERM, SIGINT, SIGHUP])
 signal(SIGPIPE, SIG_IGN)
 let signals = DaemonSignals()
-signals.takeSignals()
+do {
+    try signals.takeSignals()
+} catch {
+    fail("\(error)", status: 1)
+}
 
 /// earshotd's command line. Parsing only: the daemon is started below.
 struct EarshotdCommand: ParsableCommand {
@@ -71,7 +78,8 @@ struct EarshotdCommand: ParsableCommand {
 }
 
 func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("earshotd: \(message)\n".utf8))
+    var text = "earshotd: \(message)\n"
+    text.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
     exit(status)
 }
 

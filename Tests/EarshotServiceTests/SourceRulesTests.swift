@@ -114,13 +114,22 @@ enum ArchitectureRules {
         return files.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
     }
 
-    /// (path, line, module) of every import under `folder`, conditional ones included.
+    /// (path, line, module) of every import under `folder`, conditional ones included, except
+    /// Foundation where it is only the fallback of `#if canImport(FoundationEssentials)` (as
+    /// swift-protobuf generates it): on Linux that branch is never compiled.
     static func imports(under folder: URL, root: URL) throws -> [(String, Int, String)] {
         var found: [(String, Int, String)] = []
         for file in try swiftFiles(under: folder) {
             let path = file.path.replacingOccurrences(of: root.path + "/", with: "")
             let text = try String(contentsOf: file, encoding: .utf8)
+            var essentialsBranch = false, essentialsFallback = false
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                switch line.trimmingCharacters(in: .whitespaces) {
+                case "#if canImport(FoundationEssentials)": essentialsBranch = true
+                case "#else": essentialsFallback = essentialsBranch
+                case "#endif": essentialsBranch = false; essentialsFallback = false
+                default: break
+                }
                 var words = line.split(separator: " ").map(String.init)
                 while let first = words.first, first.hasPrefix("@") || first == "public" || first == "internal" { words.removeFirst() }
                 guard words.count >= 2, words[0] == "import" else { continue }
@@ -128,6 +137,7 @@ enum ArchitectureRules {
                 if ["struct", "class", "enum", "func", "var", "typealias", "protocol"].contains(module), words.count >= 3 {
                     module = words[2]
                 }
+                if essentialsFallback, module == "Foundation" { continue }
                 found.append((path, number + 1, String(module.split(separator: ".").first ?? "")))
             }
         }

@@ -39,7 +39,7 @@ final class CaptureSupervisor: Sendable {
         var parameters: AlsaCaptureParameters?
         var sampleRate: Int?
         var scheduling: RealtimeScheduling?
-        var thread: CaptureThread?
+        var thread: NamedThread?
     }
     private let status = Locked(Status())
 
@@ -77,7 +77,7 @@ final class CaptureSupervisor: Sendable {
             guard case .idle = s.state else { return }
             s.state = .starting
             do throws(EarshotError) {
-                s.thread = try CaptureThread(name: "earshot-capture", realtimePriority: realtimePriority) { scheduling in
+                s.thread = try CaptureThread.start(name: "earshot-capture", realtimePriority: realtimePriority) { scheduling in
                     self.run(scheduling)
                 }
             } catch {
@@ -90,7 +90,7 @@ final class CaptureSupervisor: Sendable {
     func stop() {
         counters.stopRequested.store(true, ordering: .relaxed)
         stopSignal.notify()
-        let thread = status.withLock { s -> CaptureThread? in
+        let thread = status.withLock { s -> NamedThread? in
             let t = s.thread
             s.thread = nil
             return t

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Checks that buffers stamped with audio-clock times follow one another: a gap or an overlap
 /// means the audio on either side does not line up with any reference.
@@ -15,7 +15,7 @@ public struct AudioContinuity: Sendable {
 
         /// "gap of 0.500 s before the buffer at 1.500 s".
         public var description: String {
-            String(format: "%@ of %.3f s before the buffer at %.3f s", seconds > 0 ? "gap" : "overlap", abs(seconds), time)
+            "\(seconds > 0 ? "gap" : "overlap") of \(abs(seconds).decimalText(places: 3)) s before the buffer at \(time.decimalText(places: 3)) s"
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Encodes a `CustomCatalog` into the `.earcat` image: hashes every reference, sorts the
 /// postings by key and lays out the sections for reading in place.

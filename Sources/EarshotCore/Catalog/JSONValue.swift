@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON value: the type of custom media-item properties.
 public enum JSONValue: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A catalog read in place from an `.earcat` image (`SHCustomCatalog` as a session uses it).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Metadata for a reference recording, or for a part of it (`SHMediaItem`).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The stored form of one reference's media items in a catalog's metadata section: the JSON
 /// object `{"mediaItems": [...]}`, each item in `MediaItem`'s `Codable` form (dates as `ISODate`

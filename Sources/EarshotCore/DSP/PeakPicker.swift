@@ -1,4 +1,5 @@
-import Foundation
+import RealModule
+import FoundationEssentials
 
 /// Finds spectral peaks in a stream of power spectra: points that are the maximum of their
 /// neighbourhood of ±radius bins (`peakBinRadii`, growing with frequency) × ±`peakFrameRadius` frames.
@@ -134,13 +135,13 @@ struct PeakPicker {
                         if t < c ? other > value : other >= value { isPeak = false; break }
                     }
                     guard isPeak else { continue }
-                    let y0 = log(value)
-                    let yl = log(max(pw[at - 1], 1e-30))
-                    let yr = log(max(pw[at + 1], 1e-30))
+                    let y0 = Float.log(value)
+                    let yl = Float.log(max(pw[at - 1], 1e-30))
+                    let yr = Float.log(max(pw[at + 1], 1e-30))
                     var time = Float(c - frameOrigin)
                     if c > 0, c + 1 < frameCount {
-                        let yp = log(max(pw[((c - 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
-                        let yn = log(max(pw[((c + 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
+                        let yp = Float.log(max(pw[((c - 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
+                        let yn = Float.log(max(pw[((c + 1) % ringSize) * rowLength + lowGuard + k], 1e-30))
                         time += Self.vertexOffset(yp, y0, yn)
                     }
                     let bin = Float(k + FingerprintParameters.minimumBin) + Self.vertexOffset(yl, y0, yr)

@@ -1,5 +1,6 @@
+import RealModule
 import FFTW
-import Foundation
+import FoundationEssentials
 
 /// Turns a stream of mono samples at the analysis rate into power spectra, one per hop.
 ///
@@ -17,7 +18,7 @@ final class SpectralAnalyzer {
         window = (0..<n).map { i in
             // Hann window: low side lobes keep loud peaks from masking quiet neighbours.
             let x = Float(i) / Float(n)
-            return 0.5 - 0.5 * cos(2 * Float.pi * x)
+            return 0.5 - 0.5 * Float.cos(2 * Float.pi * x)
         }
         pending = [Float](repeating: 0, count: n)
     }

@@ -1,4 +1,5 @@
-import Foundation
+import RealModule
+import FoundationEssentials
 
 /// Finds which references of a catalog a query signature comes from, where, and at what speed
 /// and pitch (`SHSession.match`).
@@ -233,14 +234,12 @@ public final class Matcher {
     public func match(_ signature: Signature) -> MatchResult {
         let slack = Self.durationSlack
         guard signature.duration + slack >= catalog.minimumQuerySignatureDuration else {
-            return .error(.signatureDurationInvalid(String(
-                format: "query is %.2f s; this catalog needs at least %.2f s", signature.duration,
-                catalog.minimumQuerySignatureDuration)))
+            return .error(.signatureDurationInvalid(
+                "query is \(signature.duration.decimalText(places: 2)) s; this catalog needs at least \(catalog.minimumQuerySignatureDuration.decimalText(places: 2)) s"))
         }
         guard signature.duration <= catalog.maximumQuerySignatureDuration + slack else {
-            return .error(.signatureDurationInvalid(String(
-                format: "query is %.2f s; this catalog accepts at most %.2f s", signature.duration,
-                catalog.maximumQuerySignatureDuration)))
+            return .error(.signatureDurationInvalid(
+                "query is \(signature.duration.decimalText(places: 2)) s; this catalog accepts at most \(catalog.maximumQuerySignatureDuration.decimalText(places: 2)) s"))
         }
         return result(of: referenceCandidates(signature), for: signature)
     }
@@ -1060,6 +1059,6 @@ public final class Matcher {
     /// size: the least a match can have is 0.46. Calibrated with the benchmark's audio that is
     /// not in the catalog (benchmarks/RESULTS.md, "Confidence calibration").
     public static func confidence(inliers: Int, required: Int) -> Double {
-        max(0, min(1, 1 - exp(-Double(inliers - required + 5) / 8)))
+        max(0, min(1, 1 - Double.exp(-Double(inliers - required + 5) / 8)))
     }
 }

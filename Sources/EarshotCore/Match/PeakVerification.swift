@@ -1,4 +1,5 @@
-import Foundation
+import RealModule
+import FoundationEssentials
 
 /// Checks a candidate against the reference's own peaks, after the hash vote.
 ///
@@ -74,8 +75,8 @@ public enum PeakVerification {
             }
         }
         let area = (2 * frameTolerance) * (2 * binTolerance) / max(1, queryFrames * scale)
-        let chance = (Double(1 - exp(-counts.0 * area / widths.0)), Double(1 - exp(-counts.1 * area / widths.1)),
-                      Double(1 - exp(-counts.2 * area / widths.2)))
+        let chance = (Double(1 - Float.exp(-counts.0 * area / widths.0)), Double(1 - Float.exp(-counts.1 * area / widths.1)),
+                      Double(1 - Float.exp(-counts.2 * area / widths.2)))
         return walk(query, queryFrames: queryFrames, catalog: catalog, reference: reference, start: start, scale: scale,
                     binScale: binScale, cursors: cursors, chance: chance)
     }

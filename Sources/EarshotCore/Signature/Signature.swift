@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A compact, irreversible fingerprint of audio: the spectral peaks and the audio's duration.
 ///
@@ -43,7 +43,7 @@ public struct Signature: Sendable, Equatable {
     /// relative to `start` (for cutting long audio to a catalog's query limits).
     public func slice(from start: Double, duration length: Double) throws(EarshotError) -> Signature {
         guard start.isFinite, length.isFinite, start >= 0, length > 0, start < duration else {
-            throw .signatureInvalid(String(format: "cannot cut %.2f s from %.2f s out of a %.2f s signature", length, start, duration))
+            throw .signatureInvalid("cannot cut \(length.decimalText(places: 2)) s from \(start.decimalText(places: 2)) s out of a \(duration.decimalText(places: 2)) s signature")
         }
         let hop = FingerprintParameters.hopDuration
         let lo = Float(start / hop), hi = Float((start + length) / hop)

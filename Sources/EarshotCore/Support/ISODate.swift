@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// ISO 8601 dates (`2024-05-01`, midnight UTC) and date-times with a zone (`…T20:15:00Z`,
 /// `…T20:15:00.250+02:00`). Parsed by hand so that impossible dates (February 30) are refused
@@ -85,7 +85,7 @@ public enum ISODate {
     /// `interval` exactly: "25" for a quarter, not the 16 digits of the binary value.
     private static func shortestDigits(of fraction: Double, after whole: Double, reading interval: Double) -> String {
         for places in 1...17 {
-            let rounded = String(format: "%.\(places)f", fraction)
+            let rounded = fraction.decimalText(places: places)
             guard rounded.hasPrefix("0."), let value = Double(rounded), whole + value == interval else { continue }
             var digits = rounded.dropFirst(2)
             while digits.count > 1, digits.last == "0" { digits = digits.dropLast() }
