@@ -40,7 +40,22 @@ public final class Locked<Value: ~Copyable>: Sendable {
             let address = Unmanaged.passUnretained(self).toOpaque()
             ThreadSanitizerHooks.acquire?(address)
             defer { ThreadSanitizerHooks.release?(address) }
+            #if compiler(>=6.3)
             return try body(&value)
+            #else
+            // Swift 6.2 rejects handing the `inout sending` value on to `body` ("sending 'value'
+            // risks causing data races"; 6.3 accepts it). The same hand-over through a local that
+            // its region checker does not follow: the value moves out and back on both exits.
+            nonisolated(unsafe) var unchecked = consume value
+            do throws(E) {
+                let result = try body(&unchecked)
+                value = consume unchecked
+                return result
+            } catch {
+                value = consume unchecked
+                throw error
+            }
+            #endif
         }
     }
 }

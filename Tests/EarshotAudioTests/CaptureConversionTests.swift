@@ -17,8 +17,8 @@ struct CaptureConversionTests {
 
     @Test("S16_LE: full scale is ±1, stereo is the average")
     func s16() {
-        #expect(mix([Int16.min, 0, 16384, Int16.max], .s16LE, channels: 1) == [-1, 0, 0.5, 32767 / 32768])
-        #expect(mix([Int16(16384), -16384, 32767, 32767], .s16LE, channels: 2) == [0, 32767 / 32768])
+        #expect(mix([Int16.min, 0, 16384, Int16.max], .s16LE, channels: 1) == [-1, 0, 0.5, Float(32767) / 32768])
+        #expect(mix([Int16(16384), -16384, 32767, 32767], .s16LE, channels: 2) == [0, Float(32767) / 32768])
     }
 
     @Test("S32_LE: full scale is ±1, stereo is the average")

@@ -144,7 +144,7 @@ enum LibraryFixture {
         var ids: [String] = []
         var bytes = 0
         for (call, count) in [1, 7, 250, 3].enumerated() {
-            let entries = (0..<count).map { F.entry(Int64(call * 1000 + $0), size: 10 + $0 % 50, seed: call * 1000 + $0) }
+            let entries = (0..<count).map { (i: Int) -> LibraryEntry in F.entry(Int64(call * 1000 + i), size: 10 + i % 50, seed: call * 1000 + i) }
             let commit = try db.add(entries, owner: "alice", nowMs: Int64(100 + call))
             bytes += entries.reduce(0) { $0 + $1.body.count }
             ids += commit.items.map(\.id)

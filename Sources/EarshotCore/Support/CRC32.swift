@@ -32,10 +32,11 @@ public enum CRC32 {
                                         while i + 8 <= n {
                                             let lo = bytes.loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian ^ c
                                             let hi = bytes.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self).littleEndian
-                                            c = t7[Int(lo & 0xFF)] ^ t6[Int((lo >> 8) & 0xFF)]
+                                            let low: UInt32 = t7[Int(lo & 0xFF)] ^ t6[Int((lo >> 8) & 0xFF)]
                                                 ^ t5[Int((lo >> 16) & 0xFF)] ^ t4[Int(lo >> 24)]
-                                                ^ t3[Int(hi & 0xFF)] ^ t2[Int((hi >> 8) & 0xFF)]
+                                            let high: UInt32 = t3[Int(hi & 0xFF)] ^ t2[Int((hi >> 8) & 0xFF)]
                                                 ^ t1[Int((hi >> 16) & 0xFF)] ^ t0[Int(hi >> 24)]
+                                            c = low ^ high
                                             i += 8
                                         }
                                         while i < n {
