@@ -7,6 +7,9 @@
 #   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
 #   benchmarks/run.sh second-corpus   # recognition on other music (Wesnoth, LinCity-NG, X-Moto), a check
 #                                     # that what holds on the first corpus holds elsewhere (~7 minutes)
+#   sudo benchmarks/run.sh board      # earshotd inside cgroup v1 limits at a Raspberry Pi 3 / Zero 2 W and a
+#                                     # Pi 4 CPU budget (~14 minutes, --quick ~3; root, cgroup v1, sysbench;
+#                                     # --earshotd PATH runs another build, e.g. a static one)
 #
 # Installs what is missing (lame, sox, libsox-fmt-all, espeak-ng, festival and two of its voices
 # from Debian), fetches the corpus into
@@ -32,6 +35,7 @@ if [[ "${1:-}" != library ]]; then
     command -v text2wave >/dev/null || need+=(festival)     # espeak-ng's and Festival's voices
     dpkg -s festvox-us-slt-hts >/dev/null 2>&1 || need+=(festvox-us-slt-hts)
     dpkg -s festvox-kallpc16k >/dev/null 2>&1 || need+=(festvox-kallpc16k)
+    [[ "${1:-}" == board ]] && ! command -v sysbench >/dev/null && need+=(sysbench)   # the host's single-core speed
     if ((${#need[@]})); then
         echo "installing: ${need[*]}"
         sudo=""

@@ -285,18 +285,25 @@ final class DaemonProcess {
     var pid: Int32 { process.processIdentifier }
 
     /// With `fileLimit`, the daemon gets that many descriptors at most (soft and hard, through
-    /// prlimit, which execs it: the pid is the daemon's).
-    init(path: String, state: String, programme: String, settings: [String], fileLimit: Int? = nil) throws {
-        log = "\(state)/../earshotd-\(UUID().uuidString.prefix(8)).log"
+    /// prlimit, which execs it: the pid is the daemon's). With `launcher`, that program (and its
+    /// arguments) is run with the daemon's path and arguments after them, and must exec it so the
+    /// pid stays the daemon's (the board benchmark's shell that enters cgroups first).
+    /// `startTimeout`: seconds to wait for the "listening on" line (a daemon on a small CPU budget
+    /// with a big catalog takes longer).
+    init(path: String, state: String, programme: String, settings: [String], fileLimit: Int? = nil,
+         launcher: [String] = [], startTimeout: Double = 20, log logPath: String? = nil) throws {
+        log = logPath ?? "\(state)/../earshotd-\(UUID().uuidString.prefix(8)).log"
         FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.executableURL = URL(fileURLWithPath: fileLimit == nil ? path : "/usr/bin/prlimit")
-        process.arguments = (fileLimit.map { ["--nofile=\($0):\($0)", path] } ?? []) + ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
+        var command = (fileLimit.map { ["/usr/bin/prlimit", "--nofile=\($0):\($0)"] } ?? []) + [path]
+        if !launcher.isEmpty { command = launcher + command }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst()) + ["--daemon.state_directory=\(state)", "--audio.source=file", "--audio.file=\(programme)",
                              "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0"] + settings
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
-        let deadline = Clock.now() + 20
+        let deadline = Clock.now() + startTimeout
         while Clock.now() < deadline {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.contains("listening on") }) {
@@ -307,10 +314,26 @@ final class DaemonProcess {
                     return
                 }
             }
-            guard process.isRunning else { throw BenchError("earshotd exited: \(text)") }
+            guard process.isRunning else {
+                throw BenchError("earshotd exited (\(Self.describeExit(process))): \(text)")
+            }
             usleep(20_000)
         }
-        throw BenchError("earshotd did not start")
+        process.terminate()
+        process.waitUntilExit()
+        throw BenchError("earshotd did not start within \(Int(startTimeout)) s; the end of its log (\(log)):\n" + Self.tail(of: log))
+    }
+
+    /// "status 1" or "killed by signal 9".
+    static func describeExit(_ process: Process) -> String {
+        process.terminationReason == .uncaughtSignal ? "killed by signal \(process.terminationStatus)" : "status \(process.terminationStatus)"
+    }
+
+    /// The last `lines` lines of a log file, indented.
+    static func tail(of path: String, lines: Int = 15) -> String {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let last = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines + 1)
+        return last.map { "    " + $0 }.joined(separator: "\n")
     }
 
     /// Descriptors the daemon has open now.
@@ -330,6 +353,20 @@ final class DaemonProcess {
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then SIGKILL when the daemon has not exited within `grace` seconds (one starved of
+    /// CPU or memory may never finish its graceful stop).
+    func stop(grace: Double) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Clock.now() + grace
+        while process.isRunning, Clock.now() < deadline { usleep(20_000) }
+        if process.isRunning {
+            say("  earshotd (pid \(pid)) did not stop within \(Int(grace)) s of SIGTERM: SIGKILL")
+            kill(pid, SIGKILL)
+        }
         process.waitUntilExit()
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// Command-line options, parsed by hand (this target does not depend on ArgumentParser).
 struct Options {
     enum Command: String {
-        case recognition, scale, live, daemon, hostile, hotload, cues, library, all, probe = "_probe", roundTrip = "_rtt"
+        case recognition, scale, live, daemon, hostile, hotload, cues, library, board, all, probe = "_probe", roundTrip = "_rtt"
     }
 
     var command: Command = .recognition
@@ -27,6 +27,8 @@ struct Options {
     var keepWork = false
     var details: String?
     var verbose = false
+    /// `board`: the earshotd to run (default: the release build next to earshot-bench).
+    var earshotd: String?
     // _probe (a child process that opens a catalog file and matches saved query signatures)
     var probeCatalog = ""
     var probeQueries = ""
@@ -43,7 +45,7 @@ struct Options {
     var detailsPath: String { details ?? "\(root)/benchmarks/cache/last-run-queries.tsv" }
 
     static let usage = """
-        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|cues|library|all] [options]
+        usage: earshot-bench [recognition|scale|live|daemon|hostile|hotload|cues|library|board|all] [options]
 
           recognition   recall, false positives, offset/skew error, match time, confidence
                         per degradation condition on the Debian corpus (default)
@@ -65,7 +67,12 @@ struct Options {
           library       earshotd's Library service (SQLite, full sync) over CURVE: one item per
                         Add, first pages of a 10 000-item library, 100 clients adding at once
                         with every acknowledged id checked; no corpus needed (about 1 minute)
-          all           all of them except hotload (run it on its own)
+          board         earshotd on a Raspberry Pi budget: the daemon in cgroup v1 limits (a
+                        Pi 3 / Zero 2 W and a Pi 4 share of one core from sysbench, 256 MB):
+                        CPU, dropped audio, Match, cue timing, a 10-hour push, the largest
+                        catalog within 1 s, the least memory it runs in (about 14 minutes;
+                        --quick about 3; needs root, cgroup v1 and sysbench)
+          all           all of them except hotload and board (run them on their own)
 
         options:
           --queries N        positive queries per condition (default 100, --quick 30)
@@ -84,6 +91,8 @@ struct Options {
           --details PATH     per-query TSV (default benchmarks/cache/last-run-queries.tsv)
           --verbose          print every failed query
           --keep-work        keep the temporary folder (catalog files, query signatures)
+          --earshotd PATH    board: run this earshotd (e.g. a static build) instead of the
+                             release build next to earshot-bench
         """
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -100,7 +109,7 @@ struct Options {
         }
         while let arg = args.popFirst() {
             switch arg {
-            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "all", "_probe", "_rtt":
+            case "recognition", "scale", "live", "daemon", "hostile", "hotload", "cues", "library", "board", "all", "_probe", "_rtt":
                 o.command = Command(rawValue: arg)!
             case "--server": o.rttServer = try value(arg)
             case "--server-key": o.rttServerKey = try value(arg)
@@ -123,6 +132,7 @@ struct Options {
             case "--catalog": o.probeCatalog = try value(arg)
             case "--query-file": o.probeQueries = try value(arg)
             case "--opens": o.probeOpens = try number(arg, Int.self)
+            case "--earshotd": o.earshotd = try value(arg)
             case "-h", "--help", "help":
                 print(usage)
                 exit(0)

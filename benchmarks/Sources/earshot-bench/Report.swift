@@ -53,14 +53,15 @@ struct RunEnvironment {
 
 enum Report {
     /// "livingroom" (issue 16) and "recut" (issue 12) hold before/after comparisons of two builds,
-    /// and "clients" is written by benchmarks/client-rtt.sh; no earshot-bench run writes them,
-    /// every run keeps them.
+    /// "clients" is written by benchmarks/client-rtt.sh and "footprint" from benchmarks/footprint.sh;
+    /// no earshot-bench run writes them, every run keeps them.
     static let sections = ["conditions", "recognition", "performance", "scale", "livingroom", "live", "daemon", "hostile", "hotload",
-                           "cues", "library", "clients", "recut"]
+                           "board", "footprint", "cues", "library", "clients", "recut"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
-                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, cues: CueReport? = nil, library: LibraryReport? = nil,
+                       daemon: DaemonReport?, hostile: HostileReport?, hotload: HotloadReport? = nil, board: BoardReport? = nil,
+                       cues: CueReport? = nil, library: LibraryReport? = nil,
                        previous: String?) -> String {
         var fresh: [String: String] = [:]
         if recognition != nil {
@@ -87,6 +88,10 @@ enum Report {
         if let hotload {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
             fresh["hotload"] = hotloadSection(env, hotload)
+        }
+        if let board {
+            if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
+            fresh["board"] = boardSection(env, board)
         }
         if let cues {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }

@@ -32,6 +32,8 @@ func runBenchmarks(_ options: Options) throws {
     }
     try? FileManager.default.createDirectory(atPath: "\(options.root)/benchmarks/cache", withIntermediateDirectories: true)
 
+    // board needs root, cgroup v1 and sysbench: refuse before the corpus is loaded.
+    if options.command == .board { try BoardBenchmark.preflight(options) }
     var env = RunEnvironment(options: options, started: started)
     say("earshot-bench \(options.command.rawValue)")
     for line in env.conditionLines() { say("  " + line) }
@@ -77,6 +79,10 @@ func runBenchmarks(_ options: Options) throws {
     if options.command == .hotload {  // not part of `all`: it writes and syncs about 1 GB
         hotload = try HotloadBenchmark.run(options: options, prepared: prepared, workDirectory: work)
     }
+    var board: BoardReport?
+    if options.command == .board {  // not part of `all`: it needs root and cgroup v1, and takes ~14 minutes
+        board = try BoardBenchmark.run(options: options, prepared: prepared, workDirectory: work)
+    }
     var cues: CueReport?
     if options.command == .cues || options.command == .all {
         cues = try CueBenchmark.run(options: options, prepared: prepared, workDirectory: work)
@@ -87,7 +93,7 @@ func runBenchmarks(_ options: Options) throws {
     }
     env.totalSeconds = Clock.now() - t0
     let markdown = Report.render(env: env, recognition: recognition, scale: scale, live: live, daemon: daemon, hostile: hostile,
-                                 hotload: hotload, cues: cues, library: library,
+                                 hotload: hotload, board: board, cues: cues, library: library,
                                  previous: try? String(contentsOfFile: options.resultsPath, encoding: .utf8))
     say()
     say(markdown)
