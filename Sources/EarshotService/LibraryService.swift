@@ -294,20 +294,26 @@ final class LibraryService: Sendable {
         let path = Path.join(folder, "library-\(stamp).db")
         let owners: [LibraryOwner]
         do throws(LibraryError) { owners = try await store.backup(to: path) } catch { throw rpcError(error) }
-        let digest: [UInt8]
+        // Read back a megabyte at a time, each given back once hashed: a large library does not
+        // stay resident in the daemon.
+        var hash = SHA256()
         let size: Int
         do {
             let file = try MappedFile(path: path)
-            file.willRead(0..<file.bytes.count)
-            digest = SHA256.hash(file.bytes)
             size = file.bytes.count
+            for start in stride(from: 0, to: size, by: 1 << 20) {
+                let chunk = start..<min(size, start + (1 << 20))
+                file.willRead(chunk)
+                hash.update(UnsafeRawBufferPointer(rebasing: file.bytes[chunk]))
+                file.doneReading(chunk)
+            }
         } catch {
             throw RpcError(.internal, "the backup \(path) was written but cannot be read back: \(error.message)")
         }
         var reply = Earshot_V1_LibraryBackupResponse()
         reply.path = path
         reply.bytes = UInt64(size)
-        reply.sha256 = SHA256.hex(digest)
+        reply.sha256 = SHA256.hex(hash.finish())
         reply.owners = UInt32(owners.count)
         reply.items = UInt64(owners.reduce(0) { $0 + $1.itemCount })
         logger.notice("library: \(caller) wrote a backup to \(path) (\(size) bytes, \(reply.items) items)")

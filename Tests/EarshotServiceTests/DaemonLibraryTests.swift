@@ -1,3 +1,4 @@
+import EarshotCrypto
 import EarshotStore
 import EarshotTestSupport
 import EarshotSync
@@ -302,6 +303,10 @@ struct DaemonLibraryTests {
             defer { admin.close() }
             backup = try await admin.call(Methods.Library.backup, Earshot_V1_LibraryBackupRequest())
             #expect(backup.items == 20 && FileManager.default.fileExists(atPath: backup.path))
+            // The reply describes the file written: its size and SHA-256.
+            let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: backup.path)))
+            #expect(backup.bytes == UInt64(written.count))
+            #expect(backup.sha256 == SHA256.hex(written.withUnsafeBytes { SHA256.hash($0) }))
         }
         #expect(daemon.stop() == 0)
         do {  // everything into the main file, and no WAL left beside it
