@@ -87,12 +87,11 @@ if [ -z "$root" ] && [ "$systemctl_ok" -eq 1 ] && command -v systemctl >/dev/nul
     systemctl daemon-reload
     systemctl enable earshotd.service >/dev/null
     if [ "$start" -eq 1 ]; then
-        if ls /var/lib/earshot/catalogs/*.earcat >/dev/null 2>&1; then
-            systemctl restart earshotd.service
-            say "earshotd (re)started: journalctl -u earshotd -f"
-        else
-            say "no catalog yet: put one in /var/lib/earshot/catalogs (earshot catalog create -o …), then: systemctl start earshotd"
-        fi
+        # It serves without a catalog too (matches answer an error until one is installed).
+        systemctl restart earshotd.service
+        say "earshotd (re)started: journalctl -u earshotd -f"
+        ls /var/lib/earshot/catalogs/*.earcat >/dev/null 2>&1 ||
+            say "no catalog yet: push one (earshot remote catalog push) or copy a .earcat into /var/lib/earshot/catalogs"
     fi
 fi
 say "done"
