@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite"]),
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite"]),
         .testTarget(
             name: "EarshotTransportTests",
             dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "EarshotTestSupport", "CZMQ",

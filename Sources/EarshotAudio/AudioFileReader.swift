@@ -59,6 +59,7 @@ public final class AudioFileReader {
     /// 48 kHz, to mono or stereo. Other files come at their own rate and channel count, as
     /// `format` then says.
     public init(path: String, preferring preferred: AudioFormat? = nil) throws(EarshotError) {
+        do throws(SystemError) { try CString.check(path, as: "path") } catch { throw .invalidAudioFormat(error.message) }
         // libsndfile would block opening a FIFO (waiting for a writer): anything that is not a
         // regular file is refused before it sees the path.
         if let refusal = RegularFile.problem(at: path), refusal.code == 0 {

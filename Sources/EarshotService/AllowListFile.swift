@@ -25,6 +25,7 @@ public enum AllowListFile {
                 throw problem("\"\(fields[0])\" is not a public key (40 characters of Z85, as printed by earshot keygen)")
             }
             guard !fields[1].contains(":") else { throw problem("a name cannot contain ':'") }
+            if let bad = NameRule.problem(fields[1], as: "the name") { throw problem(bad) }
             guard let role = ClientRole(rawValue: fields[2]) else {
                 throw problem("unknown role \"\(fields[2])\" (viewer, operator or admin)")
             }

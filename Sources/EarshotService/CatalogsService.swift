@@ -84,16 +84,16 @@ final class CatalogsService: Sendable {
             return reply
         }
         server.register(Methods.Catalogs.describe, role: .admin) { [self] request, _ throws(RpcError) in
-            try describe(request.name)
+            try describe(try Self.checked(request.name))
         }
         server.register(Methods.Catalogs.enable, role: .admin) { [self] request, _ throws(RpcError) in
-            try await setEnabled(request.name, true)
+            try await setEnabled(try Self.checked(request.name), true)
         }
         server.register(Methods.Catalogs.disable, role: .admin) { [self] request, _ throws(RpcError) in
-            try await setEnabled(request.name, false)
+            try await setEnabled(try Self.checked(request.name), false)
         }
         server.register(Methods.Catalogs.remove, role: .admin) { [self] request, _ throws(RpcError) in
-            try await remove(request.name)
+            try await remove(try Self.checked(request.name))
         }
         server.register(Methods.Catalogs.beginUpload, role: .admin) { [self] request, call throws(RpcError) in
             try await begin(request, by: call.clientName ?? "")
@@ -140,6 +140,12 @@ final class CatalogsService: Sendable {
             registry.queue.async { continuation.resume(returning: Result { () throws(RpcError) in try body() }) }
         }
         return try result.get()
+    }
+
+    /// A catalog name from a request, refused (INVALID_ARGUMENT) when no catalog could have it.
+    static func checked(_ name: String) throws(RpcError) -> String {
+        if let problem = CatalogName.problem(name) { throw RpcError(.invalidArgument, problem) }
+        return name
     }
 
     private func describe(_ name: String) throws(RpcError) -> Earshot_V1_CatalogDescription {
@@ -196,10 +202,10 @@ final class CatalogsService: Sendable {
             let key = request.signerKey.count == Ed25519.publicKeyBytes ? Z85.encode(Array(request.signerKey)) : "a malformed key"
             throw RpcError(.permissionDenied, "catalog \"\(request.name)\" is signed by \(key), which is not in this box's trusted authors file")
         }
-        guard request.size <= UInt64(Int.max) else { throw RpcError(.invalidArgument, "size is out of range") }
         return try await onQueue { [uploads, logger] () throws(RpcError) in
             do throws(UploadArea.Problem) {
-                let (u, resumed) = try uploads.area.begin(name: request.name, size: Int(request.size), sha256: Array(request.sha256),
+                // A size past Int.max is past every limit: refused as too large like any other.
+                let (u, resumed) = try uploads.area.begin(name: request.name, size: Int(clamping: request.size), sha256: Array(request.sha256),
                                                           enable: request.enable, now: Date().timeIntervalSince1970)
                 if resumed {
                     logger.info("upload \(u.id) of catalog \(u.name) resumed by \(client.isEmpty ? "a client" : client) at \(u.held) of \(u.size) bytes")

@@ -229,6 +229,8 @@ final class CueService: Sendable {
     /// The reference a request names: by media item id, by catalog and index, or the programme
     /// being followed.
     private func resolve(_ r: Earshot_V1_CueScheduleRequest) throws(RpcError) -> Reference {
+        if !r.catalog.isEmpty { _ = try CatalogsService.checked(r.catalog) }
+        if let problem = NameRule.problem(r.mediaItemID, as: "media_item_id") { throw RpcError(.invalidArgument, problem) }
         let slots = registry.all.filter { $0.loaded != nil && (r.catalog.isEmpty || $0.name == r.catalog) }
         if !r.catalog.isEmpty, slots.isEmpty {
             throw RpcError(.notFound, "no catalog named \"\(r.catalog)\" is loaded")

@@ -53,7 +53,8 @@ struct CueStore: Sendable {
     /// says where it went, or that it could not be moved.
     func setAside(_ path: String) -> String {
         let aside = path + ".damaged"
-        return rename(path, aside) == 0 ? "set aside as \(aside)" : "could not be set aside (\(describeErrno(errno)))"
+        do throws(SystemError) { try Directory.rename(path, to: aside) } catch { return "could not be set aside (\(error.message))" }
+        return "set aside as \(aside)"
     }
 
     private static func readIfPresent(_ path: String) throws(SystemError) -> [UInt8]? {

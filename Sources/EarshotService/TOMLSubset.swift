@@ -124,6 +124,8 @@ public enum TOMLSubset {
             }
         }
 
+        static func isControl(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 9) || byte == 0x7F }
+
         mutating func basicString() throws(ParseError) -> String {
             at += 1
             var out: [UInt8] = []
@@ -141,6 +143,9 @@ public enum TOMLSubset {
                     default: throw fail("unsupported escape \\\(Character(UnicodeScalar(e)))")
                     }
                 } else {
+                    // As TOML says: no control character but tab inside a string (a NUL would
+                    // cut a path short on its way to C).
+                    if Self.isControl(c) { throw fail("control character 0x\(String(c, radix: 16)) in a string") }
                     out.append(c)
                 }
             }
@@ -150,7 +155,10 @@ public enum TOMLSubset {
         mutating func literalString() throws(ParseError) -> String {
             at += 1
             let start = at
-            while let c = peek, c != UInt8(ascii: "'") { at += 1 }
+            while let c = peek, c != UInt8(ascii: "'") {
+                if Self.isControl(c) { throw fail("control character 0x\(String(c, radix: 16)) in a string") }
+                at += 1
+            }
             guard peek != nil else { throw fail("unterminated string") }
             defer { at += 1 }
             return String(decoding: bytes[start..<at], as: UTF8.self)

@@ -66,12 +66,27 @@ public enum CatalogCheck {
         public var description: String { name.isEmpty ? publicKey : "\(name) (\(publicKey))" }
     }
 
-    /// Maps and verifies the file at `path`. `expectedSHA256`, when given, must be the file's;
-    /// `knownSHA256` is a digest already computed while the bytes arrived (skips a pass).
+    /// Maps and verifies the file at `path`. `expectedSHA256`, when given, must be the file's and
+    /// is checked before anything else; `knownSHA256` is a digest already computed while the
+    /// bytes arrived (skips a pass).
     public static func verify(path: String, trust: Trust, expectedSHA256: [UInt8]? = nil, knownSHA256: [UInt8]? = nil,
                               shouldStop: () -> Bool = { false }) throws(Refusal) -> Verified {
         let file: MappedFile
         do { file = try MappedFile(path: path) } catch { throw Refusal(kind: .invalid, message: error.message) }
+        // The declared digest first: bytes damaged in transit are DATA_LOSS (send them again),
+        // whatever their damage did to the structure.
+        var whole = knownSHA256
+        if let expectedSHA256 {
+            if whole == nil {
+                guard let d = digests(file, bodyLength: file.bytes.count, shouldStop: shouldStop) else {
+                    throw Refusal(kind: .stopped, message: "verification stopped (asked to stop)")
+                }
+                whole = d.whole
+            }
+            if let whole, whole != expectedSHA256 {
+                throw Refusal(kind: .digestMismatch, message: "SHA-256 mismatch: the file's is \(SHA256.hex(whole)), \(SHA256.hex(expectedSHA256)) was declared (damaged in transit, or a different file)")
+            }
+        }
         let catalog: MappedCatalog
         do {
             catalog = try MappedCatalog(image: MappedCatalogImage(file), verification: .full, shouldStop: shouldStop)
@@ -82,17 +97,14 @@ public enum CatalogCheck {
         // One pass gives both digests: the signed body's and the whole file's.
         var bodyDigest: [UInt8]?
         let digest: [UInt8]
-        if let knownSHA256, catalog.signature == nil {
-            digest = knownSHA256
+        if let whole, catalog.signature == nil {
+            digest = whole
         } else {
             guard let d = digests(file, bodyLength: catalog.signedByteCount, shouldStop: shouldStop) else {
                 throw Refusal(kind: .stopped, message: "verification stopped (asked to stop)")
             }
             digest = d.whole
             bodyDigest = d.body
-        }
-        if let expectedSHA256, expectedSHA256 != digest {
-            throw Refusal(kind: .digestMismatch, message: "SHA-256 mismatch: the file's is \(SHA256.hex(digest)), \(SHA256.hex(expectedSHA256)) was declared (damaged in transit, or a different file)")
         }
         var signer: Signer?
         if let signature = catalog.signature, let bodyDigest {

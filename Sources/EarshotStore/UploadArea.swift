@@ -255,7 +255,7 @@ public final class UploadArea {
     private static func isDiskFull(_ error: SystemError) -> Bool { error.code == 28 || error.code == 122 }  // ENOSPC, EDQUOT
 
     static func megabytes(_ bytes: Int) -> String {
-        bytes >= 1 << 20 ? "\((Double(bytes) / 1048576 * 10).rounded() / 10) MiB" : "\(bytes) bytes"
+        bytes >= 1 << 20 ? "\((Double(bytes) / 1048576).decimalText(places: 1)) MiB" : "\(bytes) bytes"
     }
 
     // MARK: Declaration file
@@ -289,7 +289,7 @@ public enum CatalogName {
         let ok = !name.isEmpty && name.utf8.count <= 64 && name.utf8.allSatisfy {
             (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == 46 || $0 == 95 || $0 == 45
         } && !name.hasPrefix(".") && !name.hasPrefix("-")
-        return ok ? nil : "\"\(name)\" cannot name a catalog: use 1–64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
+        return ok ? nil : "\"\(name.escapingControlCharacters)\" cannot name a catalog: use 1–64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
     }
 
     /// The catalog file name of `name`.

@@ -11,6 +11,7 @@ public enum AtomicFile {
     /// (a secret key must never inherit a looser mode from the file it replaces).
     /// The corresponding C functions are `open`, `write`, `fsync` and `rename`.
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644, forceMode: Bool = false) throws(SystemError) {
+        try CString.check(path, as: "path")
         var existing = stat()
         let permissions = !forceMode && stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : mode
         let slash = path.lastIndex(of: "/")

@@ -19,6 +19,7 @@ public final class DirectoryWatcher: @unchecked Sendable {
     private let descriptor: Int32
 
     public init(path: String) throws(SystemError) {
+        try CString.check(path, as: "path")
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw .errno("cannot watch \(path) (inotify)", errno) }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)

@@ -19,6 +19,7 @@ public struct FileIdentity: Equatable, Sendable {
 
     /// What `path` names now; nil when it names nothing (or cannot be examined).
     public init?(path: String) {
+        guard CString.isSafe(path) else { return nil }
         self.init(cPath: path)
     }
 

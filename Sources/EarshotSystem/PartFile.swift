@@ -13,6 +13,7 @@ public final class PartFile: @unchecked Sendable {
 
     /// Opens (creating if needed, mode 0600) the file at `path` for reading and writing.
     public init(path: String) throws(SystemError) {
+        try CString.check(path, as: "path")
         let fd = retryingOnInterrupt { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         guard fd >= 0 else { throw .errno("cannot open \(path)", errno) }
         var status = stat()
@@ -61,6 +62,7 @@ public final class PartFile: @unchecked Sendable {
 public enum Directory {
     /// Bytes an unprivileged process may still write on the file system holding `path`.
     public static func availableBytes(at path: String) -> Int? {
+        guard CString.isSafe(path) else { return nil }
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
         return Int(info.f_bavail) &* Int(info.f_frsize)
@@ -69,18 +71,22 @@ public enum Directory {
     /// Renames `from` to `to` (same file system: atomic, replacing `to`), then makes the rename
     /// durable by flushing the folder of `to`.
     public static func rename(_ from: String, to: String) throws(SystemError) {
+        try CString.check(from, as: "path")
+        try CString.check(to, as: "path")
         guard systemRename(from, to) == 0 else { throw .errno("cannot rename \(from) to \(to)", errno) }
         sync(folderOf: to)
     }
 
     /// Deletes `path` and flushes its folder; a missing file is not an error.
     public static func remove(_ path: String) throws(SystemError) {
+        try CString.check(path, as: "path")
         guard unlink(path) == 0 || errno == ENOENT else { throw .errno("cannot remove \(path)", errno) }
         sync(folderOf: path)
     }
 
     /// Creates `path` (and missing parents) with `mode`; an existing folder is fine.
     public static func create(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+        try CString.check(path, as: "path")
         var prefix = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             prefix += "/" + part
@@ -94,6 +100,7 @@ public enum Directory {
 
     /// Names in `path` (not "." or ".."), unsorted.
     public static func names(in path: String) throws(SystemError) -> [String] {
+        try CString.check(path, as: "path")
         guard let dir = opendir(path) else { throw .errno("cannot list \(path)", errno) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -109,7 +116,7 @@ public enum Directory {
     /// Changes a file's permission bits (best effort: false when not allowed).
     @discardableResult
     public static func setMode(_ path: String, _ mode: mode_t) -> Bool {
-        chmod(path, mode) == 0
+        CString.isSafe(path) && chmod(path, mode) == 0
     }
 
     private static func systemRename(_ from: String, _ to: String) -> Int32 {

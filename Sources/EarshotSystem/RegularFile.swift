@@ -23,6 +23,7 @@ public enum RegularFile {
     /// Opens `path` read-only (close-on-exec) if it is a regular file.
     /// The corresponding C functions are `stat`, `open` (`O_NONBLOCK`) and `fstat`.
     public static func openForReading(_ path: String) throws(Refusal) -> Opened {
+        try CString.check(path, as: "path")
         var before = stat()
         guard stat(path, &before) == 0 else { throw Refusal(describeErrno(errno), code: errno) }
         if let kind = nonRegularKind(before.st_mode) { throw notRegular(kind) }
@@ -44,6 +45,7 @@ public enum RegularFile {
     /// Why `path` cannot be opened as a regular file, or nil if it can (checked with `stat`
     /// only; nothing is opened).
     public static func problem(at path: String) -> Refusal? {
+        do throws(SystemError) { try CString.check(path, as: "path") } catch { return error }
         var st = stat()
         guard stat(path, &st) == 0 else { return Refusal(describeErrno(errno), code: errno) }
         return nonRegularKind(st.st_mode).map(notRegular)

@@ -26,6 +26,8 @@ public final class SQLiteConnection: @unchecked Sendable {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .readOnly: flags |= SQLITE_OPEN_READONLY
         }
+        // The path goes to C as a C string: one with a NUL inside would open the file before it.
+        guard !path.utf8.contains(0) else { throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot open: a path cannot contain a NUL byte") }
         var db: OpaquePointer?
         let result = sqlite3_open_v2(path, &db, flags, nil)
         guard result == SQLITE_OK, let db else {

@@ -26,11 +26,22 @@ public final class SQLiteStatement: @unchecked Sendable {
             case .null: result = sqlite3_bind_null(handle, index)
             case .integer(let v): result = sqlite3_bind_int64(handle, index, v)
             case .real(let v): result = sqlite3_bind_double(handle, index, v)
-            case .text(let v): result = sqlite3_bind_text(handle, index, v, -1, Self.transient)
+            case .text(let v): result = Self.bind(v, at: index, of: handle)
             case .blob(let v):
                 result = v.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64($0.count), Self.transient) }
             }
             guard result == SQLITE_OK else { throw SQLiteError.last(connection.handle, result, doing: "cannot bind parameter \(index)") }
+        }
+    }
+
+    /// Binds text with its byte length, never as a C string: a NUL inside is part of the value, so
+    /// "viewer\0x" stays another value than "viewer".
+    private static func bind(_ text: String, at index: Int32, of handle: OpaquePointer) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes in
+            // An empty value still needs a pointer: a null one would bind NULL, not "".
+            let start = UnsafeRawPointer(bytes.baseAddress ?? ("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
+            return sqlite3_bind_text64(handle, index, start, UInt64(bytes.count), transient, UInt8(SQLITE_UTF8))
         }
     }
 

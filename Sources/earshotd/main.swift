@@ -110,7 +110,7 @@ if command.checkConfig {
 
 let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
 LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardOutput(label: label)
+    var handler = EscapingLogHandler(StreamLogHandler.standardOutput(label: label))
     handler.logLevel = level
     return handler
 }

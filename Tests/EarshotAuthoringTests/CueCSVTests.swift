@@ -84,7 +84,7 @@ struct CueCSVTests {
                 return error.message
             }
         }
-        #expect(renderError(Cue(id: "a\nb", start: 1)) == "cue aU+000Ab: column id: the text contains a line break")
+        #expect(renderError(Cue(id: "a\nb", start: 1)) == #"cue a\nb: the id "a\nb" contains a control character (U+000A): names are printable text"#)
         #expect(renderError(Cue(id: "a", start: 1, skipControlLabelID: "")) == "cue a: column skip-control-label-id: the value is empty; leave it out instead")
         #expect(renderError(Cue(id: "a", start: 1, attributes: ["X-A": CueAttribute(.enumerated, "1.5")]))
             == #"cue a: X-A: "1.5" does not read as enumerated-string (it reads as decimal-floating-point)"#)

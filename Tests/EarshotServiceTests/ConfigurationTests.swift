@@ -127,6 +127,8 @@ struct ConfigurationTests {
         ("[session]\nfollow = yes\n", "f.toml: line 2: 'yes' is not a value"),
         ("[session]\nfollow = true\nfollow = false\n", "f.toml: line 3: session.follow is set twice"),
         ("[audio]\ndevice = \"unterminated\n", "f.toml: line 2: unterminated string"),
+        ("[audio]\nfile = \"/tmp/tv.wav\u{0}/etc/passwd\"\n", "f.toml: line 2: control character 0x0 in a string"),
+        ("[audio]\ndevice = 'hw:0\u{1B}'\n", "f.toml: line 2: control character 0x1b in a string"),
     ])
     func badConfigurationSaysWhatAndWhere(text: String, expected: String) {
         do {

@@ -127,7 +127,8 @@ struct DaemonCatalogUploadTests {
 
     /// Chunks already held are acknowledged, not appended twice; a hole or a chunk past the
     /// declared size is refused with OUT_OF_RANGE; a wrong SHA-256 or a corrupt structure is
-    /// refused at commit (DATA_LOSS, INVALID_ARGUMENT) and leaves the folder exactly as it was;
+    /// refused at commit (DATA_LOSS, INVALID_ARGUMENT; the digest checked first) and leaves the
+    /// folder exactly as it was;
     /// a size over the limit is refused before a byte is sent; viewer and operator keys may not
     /// upload.
     @Test func badUploadsAreRefusedAndChangeNothing() async throws {
@@ -169,12 +170,20 @@ struct DaemonCatalogUploadTests {
         held = 0
         while held < corrupt.count { held = Int(try await Self.send(client, bad.uploadID, corrupt, at: held, count: Self.chunk).offset) }
         await expectCode(.invalidArgument) { () throws(RpcError) in _ = try await Self.commit(client, bad.uploadID) }
-        // Too large for this box, refused before a byte is sent.
-        var large = Earshot_V1_BeginUploadRequest()
-        large.name = "large"
-        large.size = 300_000
-        large.sha256 = Data(repeating: 1, count: 32)
-        await expectCode(.resourceExhausted) { () throws(RpcError) in _ = try await client.call(Methods.Catalogs.beginUpload, large) }
+        // The same damaged bytes declared with the intact file's SHA-256: damaged in transit, so
+        // the digest is checked first and says so (DATA_LOSS), before the structure is read.
+        let damaged = try await Self.begin(client, "show", corrupt, sha256: DaemonFixture.shared.catalogBytes.withUnsafeBytes { SHA256.hash($0) })
+        held = 0
+        while held < corrupt.count { held = Int(try await Self.send(client, damaged.uploadID, corrupt, at: held, count: Self.chunk).offset) }
+        await expectCode(.dataLoss) { () throws(RpcError) in _ = try await Self.commit(client, damaged.uploadID) }
+        // Too large for this box, refused before a byte is sent, whatever the size declared.
+        for size: UInt64 in [300_000, 1 << 63, UInt64.max] {
+            var large = Earshot_V1_BeginUploadRequest()
+            large.name = "large"
+            large.size = size
+            large.sha256 = Data(repeating: 1, count: 32)
+            await expectCode(.resourceExhausted) { () throws(RpcError) in _ = try await client.call(Methods.Catalogs.beginUpload, large) }
+        }
         // A bad name.
         await expectCode(.invalidArgument) { () throws(RpcError) in _ = try await Self.begin(client, "../etc", bytes) }
 

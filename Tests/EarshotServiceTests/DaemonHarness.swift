@@ -60,10 +60,12 @@ final class DaemonHarness: @unchecked Sendable {
     /// With `unprivileged`, the folder is given to `nobody` and the daemon runs as nobody:nogroup
     /// (through `setpriv`, which execs: the pid is the daemon's), so that file permissions apply
     /// to it although the tests run as root.
-    init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false) throws {
+    ///
+    /// `parent` is where the daemon's folder is made (the system's temporary folder by default).
+    init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false, under parent: URL? = nil) throws {
         self.fileLimit = fileLimit
         self.unprivileged = unprivileged
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshotd-test-\(UUID().uuidString)")
+        directory = (parent ?? FileManager.default.temporaryDirectory).appendingPathComponent("earshotd-test-\(UUID().uuidString)")
         let catalogs = directory.appendingPathComponent("state/catalogs")
         try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
         var keys: [ClientRole: CurveKeyPair] = [:]

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSystem
 
 /// What to ask of a capture device. The device may give something else (another rate, two
 /// channels instead of one, another period); `AlsaCaptureParameters` says what was agreed.
@@ -36,6 +37,7 @@ public struct AlsaCaptureConfiguration: Sendable, Equatable {
     /// Throws `invalidAudioFormat` naming the first setting out of range.
     func validate() throws(EarshotError) {
         let name = "ALSA device \"\(device)\""
+        do throws(SystemError) { try CString.check(device, as: "device name") } catch { throw .invalidAudioFormat("ALSA: \(error.message)") }
         guard AudioFormat.supportedSampleRates.contains(Double(sampleRate)) else {
             throw .invalidAudioFormat("\(name): sample rate \(sampleRate) Hz is outside the supported 8000–96000 Hz")
         }

@@ -1,3 +1,5 @@
+import EarshotCore
+
 /// An RFC 8216 §4.2 attribute list, `NAME=value,NAME=value`, as HLS tags carry it
 /// (`#EXT-X-DATERANGE:ID="ad1",START-DATE="…",DURATION=30`): parsed strictly, written back so
 /// that `parse(render(list))` gives `list` again.
@@ -139,7 +141,7 @@ public struct AttributeList: Sendable, Equatable {
             if c.properties.isWhitespace {
                 throw AttributeListError(column: i + 1, reason: "\(name): \(describe(c)) in an unquoted value; quote text that holds spaces")
             }
-            if AttributeValue.isControl(c) {
+            if c.isControlCharacter {
                 throw AttributeListError(column: i + 1, reason: "\(name): \(describe(c)) in the value")
             }
             i += 1
@@ -153,7 +155,7 @@ public struct AttributeList: Sendable, Equatable {
         if c == " " { return "a space" }
         if c == "\t" { return "a tab" }
         if c == "\r" || c == "\n" { return "a line break" }
-        if AttributeValue.isControl(c) || c.properties.isWhitespace { return "the character U+\(hex4(c.value))" }
+        if c.isControlCharacter || c.properties.isWhitespace { return "the character U+\(hex4(c.value))" }
         return "the character \"\(c)\""
     }
 
@@ -166,7 +168,7 @@ public struct AttributeList: Sendable, Equatable {
     static func printable(_ text: String) -> String {
         var out = ""
         for c in text.unicodeScalars.prefix(40) {
-            out += AttributeValue.isControl(c) ? "U+" + hex4(c.value) : String(c)
+            out += c.isControlCharacter ? "U+" + hex4(c.value) : String(c)
         }
         return text.unicodeScalars.count > 40 ? out + "…" : out
     }
@@ -216,7 +218,7 @@ public struct AttributeValue: Sendable, Hashable {
             return "\"" + text + "\""
         }
         guard !text.isEmpty else { throw AttributeListError(column: nil, reason: "\(name) has an empty \(kind.rawValue)") }
-        if let bad = text.unicodeScalars.first(where: { $0 == "\"" || $0 == "," || $0.properties.isWhitespace || Self.isControl($0) }) {
+        if let bad = text.unicodeScalars.first(where: { $0 == "\"" || $0 == "," || $0.properties.isWhitespace || $0.isControlCharacter }) {
             throw AttributeListError(column: nil, reason: "\(name): \(AttributeList.describe(bad)) in an unquoted value")
         }
         let readBack = Self.kind(ofUnquoted: text)
@@ -260,12 +262,9 @@ public struct AttributeValue: Sendable, Hashable {
     /// control characters at all), or nil.
     static func quotedProblem(_ c: Unicode.Scalar) -> String? {
         if c == "\r" || c == "\n" { return "contains a line break" }
-        if isControl(c) { return "contains the control character U+\(AttributeList.hex4(c.value))" }
+        if c.isControlCharacter { return "contains the control character U+\(AttributeList.hex4(c.value))" }
         return nil
     }
-
-    /// U+0000–U+001F and U+007F–U+009F, which RFC 8216 keeps out of playlists.
-    static func isControl(_ c: Unicode.Scalar) -> Bool { c.value < 0x20 || (0x7F...0x9F).contains(c.value) }
 }
 
 /// What is wrong with an attribute list, and where: `column` counts Unicode scalars from 1 in

@@ -116,7 +116,7 @@ public enum CuePlaylist {
             guard let line = String(validating: content, as: UTF8.self) else {
                 throw .catalogInvalid("line \(number): not UTF-8 text")
             }
-            if let bad = line.unicodeScalars.first(where: AttributeValue.isControl) {
+            if let bad = line.unicodeScalars.first(where: \.isControlCharacter) {
                 throw .catalogInvalid("line \(number): \(AttributeList.describe(bad)) (a control character), which a playlist cannot hold")
             }
             lines.append(line)

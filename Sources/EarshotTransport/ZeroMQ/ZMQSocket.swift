@@ -1,4 +1,5 @@
 import CZMQ
+import EarshotSystem
 
 /// One ZeroMQ socket.
 ///
@@ -100,11 +101,21 @@ final class ZMQSocket: @unchecked Sendable {
         return value
     }
 
+    /// libzmq takes endpoints as C strings: one with a NUL inside would bind or connect the part
+    /// before it.
+    private static func checkEndpoint(_ endpoint: String) throws(TransportError) {
+        do throws(SystemError) { try CString.check(endpoint, as: "endpoint") } catch {
+            throw TransportError(operation: "use an endpoint", code: error.code, message: error.message)
+        }
+    }
+
     func bind(_ endpoint: String) throws(TransportError) {
+        try Self.checkEndpoint(endpoint)
         if zmq_bind(handle, endpoint) != 0 { throw .last("bind", endpoint: endpoint) }
     }
 
     func connect(_ endpoint: String) throws(TransportError) {
+        try Self.checkEndpoint(endpoint)
         if zmq_connect(handle, endpoint) != 0 { throw .last("connect", endpoint: endpoint) }
     }
 
@@ -113,6 +124,7 @@ final class ZMQSocket: @unchecked Sendable {
     /// and reaper threads, so the reader must stay connected until `stopMonitoring()` (which
     /// `close()` calls) has returned; a reader closed first would hang libzmq at the next event.
     func monitor(_ endpoint: String, events: Int32) throws(TransportError) {
+        try Self.checkEndpoint(endpoint)
         if zmq_socket_monitor(handle, endpoint, events) != 0 { throw .last("monitor", endpoint: endpoint) }
         isMonitored = true
     }
