@@ -107,7 +107,7 @@ public final class Daemon: Sendable {
             logger.warning("security.mode = \"none\": no CURVE, no allow-list; anyone who can reach \((c.rpcListen + c.eventsListen).joined(separator: " ")) may do anything")
         }
         self.security = daemonSecurity
-        // The library is opened before the descriptor budget is made: its two connections' files
+        // The library is opened before the descriptor budget is made: its connections' files
         // (database, WAL, shared memory each) are then counted as in use.
         var libraryStore: LibraryStore?
         if c.libraryEnabled {
@@ -117,7 +117,7 @@ public final class Daemon: Sendable {
             limits.changeLogLength = c.libraryChangeLogLength
             libraryStore = LibraryStore(path: c.libraryDatabasePath, limits: limits,
                                         maximumDatabaseBytes: c.libraryMaximumDatabaseMegabytes > 0 ? c.libraryMaximumDatabaseMegabytes << 20 : nil,
-                                        logger: logger)
+                                        readConnections: c.libraryReadConnections, logger: logger)
         }
         // Connections may never take the descriptors the daemon needs for itself.
         // Files the daemon opens after this point count as in use already: the catalog folder's

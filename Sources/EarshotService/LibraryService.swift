@@ -77,8 +77,8 @@ final class LibraryService: Sendable {
         server.register(streaming: Methods.Library.watchLibrary, role: .viewer) { [self] request, call, writer throws(RpcError) in
             try await watch(from: request.fromVersion, owner: Self.owner(of: call), call: call, writer: writer)
         }
-        server.register(Methods.Library.listOwners, role: .admin) { [self] _, _ throws(RpcError) in
-            let owners = try await read { db throws(LibraryError) in
+        server.register(Methods.Library.listOwners, role: .admin) { [self] _, call throws(RpcError) in
+            let owners = try await read(lane: Self.owner(of: call)) { db throws(LibraryError) in
                 try db.owners().map { ($0, db.ownerHash($0.name)) }
             }
             let allowed = allowedNames()
@@ -201,7 +201,7 @@ final class LibraryService: Sendable {
             query.property = (request.propertyKey, request.propertyValueJson)
         }
         let q = query
-        let (page, hash) = try await read { db throws(LibraryError) in
+        let (page, hash) = try await read(lane: caller) { db throws(LibraryError) in
             (try db.items(owner: owner, q), db.ownerHash(owner))
         }
         var reply = Earshot_V1_LibraryItemsResponse()
@@ -226,8 +226,13 @@ final class LibraryService: Sendable {
 
     // MARK: Watch
 
-    /// Changes after a version with the items they added (nil: resync), and the owner now.
-    private typealias Backlog = (changes: [(LibraryChange, [LibraryItem])]?, owner: LibraryOwner)
+    /// Bounds of one catch-up read, so that no read holds a connection for long: changes (their
+    /// ids only) up to this many, or until they list this many ids…
+    static let catchUpChanges = 200
+    static let catchUpIDs = 1000
+    /// …and a change's items read this many at a time, or until their bodies reach this size.
+    static let catchUpItems = 64
+    static let catchUpBytes = 256 << 10
 
     private func watch(from version: UInt64, owner: String, call: RpcCall,
                        writer: RpcStreamWriter<Earshot_V1_LibraryChange>) async throws(RpcError) {
@@ -242,14 +247,9 @@ final class LibraryService: Sendable {
         var caughtUp = false
         while !Task.isCancelled {
             let start = at
-            let (changes, state) = try await read { db throws(LibraryError) -> Backlog in
+            let (changes, state) = try await read(lane: owner) { db throws(LibraryError) -> ([LibraryChange]?, LibraryOwner) in
                 let now = try db.owner(named: owner)
-                guard let changes = try db.changes(owner: owner, after: start, limit: 200) else { return (nil, now) }
-                var withItems: [(LibraryChange, [LibraryItem])] = []
-                for c in changes {
-                    withItems.append((c, c.kind == .added ? try db.items(owner: owner, ids: c.itemIDs) : []))
-                }
-                return (withItems, now)
+                return (try db.changes(owner: owner, after: start, limit: Self.catchUpChanges, maximumIDs: Self.catchUpIDs), now)
             }
             guard let changes else {
                 var resync = Earshot_V1_LibraryChange()
@@ -261,18 +261,18 @@ final class LibraryService: Sendable {
                 at = state.version
                 continue
             }
-            for (change, items) in changes {
+            for change in changes {
                 var m = Earshot_V1_LibraryChange()
                 m.kind = Self.kind(change.kind)
                 m.version = change.version
                 m.itemIds = change.itemIDs
-                m.items = items.map(Self.message)
+                if change.kind == .added { m.items = try await addedItems(change.itemIDs, owner: owner) }
                 m.atUnixMs = change.atMs
                 m.itemCount = UInt32(clamping: state.itemCount)
                 try writer.send(m)
                 at = change.version
             }
-            if changes.count == 200 { continue }  // more backlog
+            if !changes.isEmpty, at < state.version { continue }  // more backlog
             if !caughtUp {
                 caughtUp = true
                 var current = Earshot_V1_LibraryChange()
@@ -286,6 +286,24 @@ final class LibraryService: Sendable {
         }
         if let reason = call.cancellationReason() { throw reason }
         if stopping.load(ordering: .acquiring) { throw RpcError(.unavailable, "earshotd is stopping; resume from version \(at)") }
+    }
+
+    /// The items of an added change still in `owner`'s library, as messages, read a bounded
+    /// piece at a time (a change may add up to 1000 items); an item removed meanwhile is left
+    /// out, as its removal follows in the log.
+    private func addedItems(_ ids: [String], owner: String) async throws(RpcError) -> [Earshot_V1_LibraryItem] {
+        var items: [Earshot_V1_LibraryItem] = []
+        var next = 0
+        while next < ids.count {
+            let piece = ids[next..<min(ids.count, next + Self.catchUpItems)]
+            let (found, looked) = try await read(lane: owner) { db throws(LibraryError) in
+                let (found, looked) = try db.items(owner: owner, ids: piece, maximumBytes: Self.catchUpBytes)
+                return (found.map(Self.message), looked)
+            }
+            items += found
+            next += looked
+        }
+        return items
     }
 
     // MARK: Backup
@@ -376,9 +394,10 @@ final class LibraryService: Sendable {
         throw RpcError(.resourceExhausted, "the library's disk has \(free >> 20) MB free, below library.reserve_bytes (\(reserveBytes >> 20) MB): free some space; nothing was changed")
     }
 
-    /// Runs `body` on the reading connection, mapping its errors to status codes.
-    private func read<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
-        do throws(LibraryError) { return try await store.read(body) } catch { throw rpcError(error) }
+    /// Runs `body` on a reading connection in `lane`'s turn (the calling key), mapping its
+    /// errors to status codes.
+    private func read<T: Sendable>(lane: String, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
+        do throws(LibraryError) { return try await store.read(lane: lane, body) } catch { throw rpcError(error) }
     }
 
     private func rpcError(_ error: LibraryError) -> RpcError {

@@ -6,8 +6,9 @@ import FoundationEssentials
 import Logging
 
 /// The library database as the daemon holds it: opened and checked at start, one connection
-/// that writes (on its own serial queue, so writes never contend) and one that reads (WAL lets
-/// it read while a write commits).
+/// that writes (on its own serial queue, so writes never contend) and a small pool that reads
+/// (`LibraryReadPool`: WAL lets them read while a write commits; reads are served fairly
+/// across the keys that ask).
 ///
 /// A damaged file is moved aside, never deleted, and a note is left at `<path>.damaged.txt`: while
 /// the note is there and no database is at `path`, the library stays down (DATA_LOSS) across
@@ -16,7 +17,7 @@ import Logging
 /// to begin an empty library.
 final class LibraryStore: Sendable {
     private let writer: LibraryDatabase?
-    private let reader: LibraryDatabase?
+    private let readers: LibraryReadPool?
     /// Why the library cannot serve, nil while it can: the message every call answers and
     /// Health shows.
     let problem: LibraryError?
@@ -24,15 +25,14 @@ final class LibraryStore: Sendable {
     let writeProblem: LibraryError?
     let path: String
     private let writeQueue = DispatchQueue(label: "earshot.library.write")
-    private let readQueue = DispatchQueue(label: "earshot.library.read")
 
     /// The note left beside a database that was set aside.
     static func notePath(_ path: String) -> String { path + ".damaged.txt" }
 
-    init(path: String, limits: LibraryLimits, maximumDatabaseBytes: Int?, logger: Logger) {
+    init(path: String, limits: LibraryLimits, maximumDatabaseBytes: Int?, readConnections: Int = 2, logger: Logger) {
         self.path = path
         var writer: LibraryDatabase?
-        var reader: LibraryDatabase?
+        var readers: LibraryReadPool?
         var problem: LibraryError?
         var writeProblem: LibraryError?
         let note = Self.notePath(path)
@@ -57,7 +57,7 @@ final class LibraryStore: Sendable {
             }
             do throws(LibraryError) {
                 let w = try LibraryDatabase(path: path, limits: limits, maximumDatabaseBytes: maximumDatabaseBytes, callerCheckpoints: true)
-                reader = try LibraryDatabase(path: path, limits: limits, readOnly: true, verify: false)
+                readers = try LibraryReadPool(path: path, limits: limits, count: readConnections)
                 writer = w
                 if !w.isWritable {
                     writeProblem = LibraryError(.unavailable, """
@@ -75,7 +75,7 @@ final class LibraryStore: Sendable {
             }
         }
         self.writer = writer
-        self.reader = reader
+        self.readers = readers
         self.problem = problem
         self.writeProblem = writeProblem
         if problem == nil, let w = writer, let owners = try? w.owners() {
@@ -228,10 +228,11 @@ final class LibraryStore: Sendable {
         }
     }
 
-    /// Runs `body` with the reading connection, on the read queue.
-    func read<T: Sendable>(_ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
-        guard let database = reader else { throw notOpen }
-        return try await Self.run(on: readQueue) { () throws(LibraryError) in try body(database) }
+    /// Runs `body` with a reading connection once it is `lane`'s turn (lane: the calling key;
+    /// see `LibraryReadPool`).
+    func read<T: Sendable>(lane: String, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
+        guard let readers else { throw notOpen }
+        return try await readers.read(lane: lane, body)
     }
 
     /// What a call answers when the database is not open.

@@ -139,6 +139,17 @@ struct ConfigurationTests {
         }
     }
 
+    /// The library's reading connections: 2 unless set, 1 to 16.
+    @Test func libraryReadConnections() throws {
+        #expect(DaemonConfiguration().libraryReadConnections == 2)
+        #expect(try DaemonConfiguration.load(text: "[library]\nread_connections = 4\n", origin: "f").libraryReadConnections == 4)
+        for wrong in ["0", "17", "\"2\""] {
+            #expect(throws: DaemonConfiguration.Problem.self, "read_connections = \(wrong)") {
+                try DaemonConfiguration.load(text: "[library]\nread_connections = \(wrong)\n", origin: "f")
+            }
+        }
+    }
+
     @Test func valuesOfEveryKind() throws {
         let entries = try TOMLSubset.parse("""
             # comment

@@ -270,23 +270,38 @@ public final class LibraryDatabase: @unchecked Sendable {
 
     /// `owner`'s items among `ids`, in the order of `ids` (missing ones left out).
     public func items(owner name: String, ids: [String]) throws(LibraryError) -> [LibraryItem] {
+        try items(owner: name, ids: ids[...], maximumBytes: .max).items
+    }
+
+    /// `owner`'s items among the first ids of `ids`, in their order (missing ones left out),
+    /// stopping after the id whose item brings the bodies read to `maximumBytes`: `looked` says
+    /// how many ids were looked up, so the next call starts after them.
+    public func items(owner name: String, ids: ArraySlice<String>, maximumBytes: Int) throws(LibraryError) -> (items: [LibraryItem], looked: Int) {
         try sql { () throws(SQLiteError) in
             var found: [LibraryItem] = []
-            for id in ids {
+            var bytes = 0
+            var looked = 0
+            for id in ids where bytes < maximumBytes {
                 let s = try db.statement("""
                     SELECT \(Self.itemColumns) FROM items i WHERE i.id = ? AND i.owner = ?
                     """, [.text(id), .text(name)])
-                if try s.step() { found.append(Self.item(s)) }
+                if try s.step() {
+                    let item = Self.item(s)
+                    bytes += item.entry.body.count
+                    found.append(item)
+                }
                 s.release()
+                looked += 1
             }
-            return found
+            return (found, looked)
         }
     }
 
-    /// The changes of `owner` after `version`, oldest first, at most `limit`; nil when the log
-    /// no longer reaches back that far (or `version` is ahead of the owner's), so the watcher
-    /// must re-read its items.
-    public func changes(owner name: String, after version: UInt64, limit: Int = 1000) throws(LibraryError) -> [LibraryChange]? {
+    /// The changes of `owner` after `version`, oldest first, at most `limit`, and no more after
+    /// the one that brings the item ids listed to `maximumIDs` (so a read stays short however
+    /// large the changes); nil when the log no longer reaches back that far (or `version` is
+    /// ahead of the owner's), so the watcher must re-read its items.
+    public func changes(owner name: String, after version: UInt64, limit: Int = 1000, maximumIDs: Int = .max) throws(LibraryError) -> [LibraryChange]? {
         let owner = try find(name) ?? .empty(name)
         if version == owner.version { return [] }
         if version > owner.version { return nil }
@@ -296,9 +311,12 @@ public final class LibraryDatabase: @unchecked Sendable {
                 """, [.text(name), .integer(Int64(version)), .integer(Int64(limit))])
             defer { s.release() }
             var out: [LibraryChange] = []
-            while try s.step() {
-                out.append(LibraryChange(version: UInt64(s.int64(0)), kind: LibraryChange.Kind(rawValue: s.int64(1)) ?? .added,
-                                         itemIDs: Self.decodeIDs(s.text(2)), atMs: s.int64(3)))
+            var ids = 0
+            while ids < maximumIDs, try s.step() {
+                let change = LibraryChange(version: UInt64(s.int64(0)), kind: LibraryChange.Kind(rawValue: s.int64(1)) ?? .added,
+                                           itemIDs: Self.decodeIDs(s.text(2)), atMs: s.int64(3))
+                ids += change.itemIDs.count
+                out.append(change)
             }
             return out
         }

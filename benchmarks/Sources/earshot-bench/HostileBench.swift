@@ -70,6 +70,10 @@ enum HostileBenchmark {
         // 0. Nobody attacks.
         report.rows.append(measure("none", daemon: daemon, client: client, seconds: seconds) { {} })
         say("idle: \(summary(report.rows.last!))")
+        if options.hostileAttack == "library" {
+            try libraryRows(into: &report, daemon: daemon, serverKey: serverKey, good: client, viewer: viewer, seconds: seconds)
+            return report
+        }
 
         // 1. Connections that never handshake, reopened as the daemon closes them.
         var mostDescriptors = 0, opened = 0
@@ -192,23 +196,112 @@ enum HostileBenchmark {
                             before, most, after, Int(counter("events_subscribers_cut_off")))
         report.rows.append(row)
         say("subscription flood: \(summary(row)); \(row.detail)")
+        try libraryRows(into: &report, daemon: daemon, serverKey: serverKey, good: client, viewer: viewer, seconds: seconds)
         if !daemon.process.isRunning { throw BenchError("earshotd died under attack; see \(daemon.log)") }
         return report
     }
 
+    /// 5. One viewer key with a 20 000-item library opens 80 WatchLibrary streams from version 0
+    /// (16 on each of 5 connections; its limits let 64 in) while the good operator reads its own
+    /// library one item at a time: the operator's Items idle and under the attack, and how long
+    /// the viewer waits for its streams' first replies.
+    static func libraryRows(into report: inout HostileReport, daemon: DaemonProcess, serverKey: String, good: RpcClient,
+                            viewer: CurveKeyPair, seconds: Double) throws {
+        var configuration = RpcClient.Configuration()
+        configuration.security = ClientSecurity(serverPublicKey: serverKey, keyPair: viewer)
+        let attacker = try RpcClient(endpoint: daemon.rpc, configuration: configuration)
+        defer { attacker.close() }
+        let changes = 20, perChange = 1000
+        for c in 0..<changes {
+            var add = Earshot_V1_AddLibraryItemsRequest()
+            add.items = (0..<perChange).map { LibraryBenchmark.newItem(c * perChange + $0, catalog: "hostile") }
+            _ = try LibraryBenchmark.call(attacker, Methods.Library.add, add)
+        }
+        var own = Earshot_V1_AddLibraryItemsRequest()
+        own.items = [LibraryBenchmark.newItem(0, catalog: "own")]
+        _ = try LibraryBenchmark.call(good, Methods.Library.add, own)
+
+        var row = measure("none (the good operator's `Library/Items`, page_size 1)", daemon: daemon, client: good, seconds: seconds,
+                          probe: .libraryItems) { {} }
+        report.rows.append(row)
+        say("library idle: \(summary(row))")
+
+        let streams = 64
+        let firstReply = SharedValue<[UInt64: Double]>([:]), caughtUp = SharedValue<[UInt64: Double]>([:])
+        let refused = SharedCounter()
+        row = try measure("one viewer key: 80 library watches from version 0 on a 20,000-item backlog (16 on each of 5 connections; "
+                          + "the good operator's `Library/Items`, page_size 1)", daemon: daemon, client: good, seconds: max(seconds, 60),
+                          probe: .libraryItems, until: { caughtUp.get().count >= streams }) {
+            var watch = Earshot_V1_WatchLibraryRequest()
+            watch.fromVersion = 0
+            let payload: [UInt8] = try watch.serializedBytes()
+            let stop = SharedValue(false)
+            let t0 = Clock.now()
+            let threads = try (0..<5).map { c in
+                let dealer = try RawDealer(endpoint: daemon.rpc, serverKey: serverKey, keys: viewer)
+                for i in 0..<16 {
+                    dealer.send(try RawDealer.envelope(UInt64(c * 16 + i + 1), Methods.Library.watchLibrary.path, payload: payload, timeoutMs: 600_000))
+                }
+                return BackgroundThread {
+                    var messages: [UInt64: Int] = [:]
+                    while !stop.get() {
+                        guard let reply = dealer.receiveEnvelope(timeoutMs: 50) else { continue }
+                        let id = reply.requestID, t = Clock.now() - t0
+                        firstReply.update { if $0[id] == nil { $0[id] = t } }
+                        if reply.kind == .end, reply.status.code == RpcStatusCode.resourceExhausted.rawValue { refused.add() }
+                        guard reply.kind == .message else { continue }
+                        messages[id, default: 0] += 1
+                        // The backlog's changes, then CURRENT.
+                        if messages[id] == changes + 1 { caughtUp.update { $0[id] = t } }
+                    }
+                    dealer.close()
+                }
+            }
+            return {
+                stop.set(true)
+                for thread in threads { thread.join() }
+            }
+        }
+        let admitted = firstReply.get().count - refused.count
+        let firsts = Array(firstReply.get().values), done = Array(caughtUp.get().values)
+        row.detail = String(format: "%d streams let in, %d refused; the viewer's first replies after %.2f s (p50), %.2f s (last); "
+                            + "%d streams caught up (%d changes and CURRENT), the last after %.1f s", admitted, refused.count,
+                            Stats.percentile(firsts, 50) ?? -1, firsts.max() ?? -1, done.count, changes, done.max() ?? -1)
+        report.rows.append(row)
+        say("library watches: \(summary(row)); \(row.detail)")
+    }
+
+    /// What the good client calls back to back while a row runs.
+    enum Probe {
+        case match
+        /// `Library/Items` of its own library, one item a page.
+        case libraryItems
+    }
+
     /// The good client's `Match` calls for `seconds` while the attack `start` sets up runs; the
     /// attack's returned closure ends it. `during` runs between calls.
-    static func measure(_ attack: String, daemon: DaemonProcess, client: RpcClient, seconds: Double, start: () throws -> (() -> Void),
+    static func measure(_ attack: String, daemon: DaemonProcess, client: RpcClient, seconds: Double, probe: Probe = .match,
+                        until over: () -> Bool = { false }, start: () throws -> (() -> Void),
                         during: () -> Void = {}) rethrows -> HostileReport.Row {
         var row = HostileReport.Row(attack: attack)
         let cpu0 = daemon.cpuSeconds()
         let end = try start()
         let t0 = Clock.now()
-        while Clock.now() - t0 < seconds {
+        var page = Earshot_V1_LibraryItemsRequest()
+        page.pageSize = 1
+        let items = page
+        while Clock.now() - t0 < seconds, !over() {
             let t = Clock.now()
             do {
-                _ = try DaemonBenchmark.blocking { () throws(RpcError) in
-                    try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(10))
+                switch probe {
+                case .match:
+                    _ = try DaemonBenchmark.blocking { () throws(RpcError) in
+                        try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(10))
+                    }
+                case .libraryItems:
+                    _ = try DaemonBenchmark.blocking { () throws(RpcError) in
+                        try await client.call(Methods.Library.items, items, timeout: .seconds(10))
+                    }
                 }
                 row.latencies.append((Clock.now() - t) * 1000)
             } catch {
@@ -258,6 +351,24 @@ final class RawDealer: @unchecked Sendable {
             zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &size)
         } while more != 0
         return true
+    }
+
+    /// Reads one whole reply if one comes within `timeoutMs`, and decodes its envelope (the last frame).
+    func receiveEnvelope(timeoutMs: Int) -> Earshot_V1_ResponseEnvelope? {
+        var item = zmq_pollitem_t(socket: socket, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
+        guard zmq_poll(&item, 1, timeoutMs) > 0 else { return nil }
+        var more: Int32 = 1
+        var size = MemoryLayout<Int32>.size
+        var last: [UInt8] = []
+        repeat {
+            var message = zmq_msg_t()
+            zmq_msg_init(&message)
+            let count = zmq_msg_recv(&message, socket, 0)
+            if count >= 0 { last = [UInt8](UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: Int(count))) }
+            zmq_msg_close(&message)
+            zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &size)
+        } while more != 0
+        return try? Earshot_V1_ResponseEnvelope(serializedBytes: last)
     }
 
     func close() { zmq_close(socket) }
@@ -341,9 +452,10 @@ extension Report {
         var s = "## Daemon on a hostile LAN\n\n" + runLine(env) + "\n\n"
         s += "`earshotd` (release, CURVE on as shipped, started with \(r.fileLimit) file descriptors: systemd's default soft limit, "
             + "which it can no longer raise; \(r.connectionCap) connections allowed after its reserve) with a \(r.catalog) and a programme "
-            + "played in real time. An allow-listed operator calls `Match` back to back (10 ms apart) while each attack of issue 11 runs; "
+            + "played in real time. An allow-listed operator calls `Match` back to back (10 ms apart) while each attack of issue 11 runs "
+            + "(`Library/Items` of its own library, one item a page, in the library rows); "
             + "attackers run in the benchmark process on the same 2 cores, so every row also carries their CPU cost.\n\n"
-        s += "| attack | good client's `Match` | daemon CPU | what it cost the daemon |\n|---|---|---|---|\n"
+        s += "| attack | good client's calls | daemon CPU | what it cost the daemon |\n|---|---|---|---|\n"
         for row in r.rows {
             s += "| \(row.attack) | \(row.latencies.count) calls, \(row.errors) errors; p50 \(ms(row.latencies, 50)) ms, p99 \(ms(row.latencies, 99)) ms, "
                 + "max \(Fmt.f(row.latencies.max(), 2)) ms | \(Fmt.f(row.daemonCPU)) % of a core | \(row.detail.isEmpty ? "—" : row.detail) |\n"

@@ -52,6 +52,7 @@ final class SharedValue<T: Sendable>: Sendable {
     init(_ initial: T) { value = Locked(initial) }
     func set(_ v: T) { value.withLock { $0 = v } }
     func get() -> T { value.withLock { $0 } }
+    func update(_ body: (inout T) -> Void) { value.withLock { body(&$0) } }
 }
 
 enum LiveBenchmark {

@@ -29,6 +29,8 @@ struct Options {
     var verbose = false
     /// `board`: the earshotd to run (default: the release build next to earshot-bench).
     var earshotd: String?
+    /// `hostile`: only this attack's rows after the idle one ("library").
+    var hostileAttack: String?
     // _probe (a child process that opens a catalog file and matches saved query signatures)
     var probeCatalog = ""
     var probeQueries = ""
@@ -58,7 +60,8 @@ struct Options {
                         one, CPU and memory while prerecording (about 2 minutes)
           hostile       earshotd (CURVE, 1024 descriptors) under the LAN attacks of issue
                         11 while a good client calls Match: connection flood, one key's
-                        stream hoarding, metadata bombs, subscription flood (about 2 minutes)
+                        stream hoarding, metadata bombs, subscription flood, one key's library
+                        watches against another owner's reads (about 3 minutes)
           hotload       earshotd (CURVE) taking catalogs over the network (issue 13): a 100 MB
                         push, 100 swaps under 20 clients' Match load, five catalogs vs one,
                         install-to-first-match of a ~125-hour catalog (about 2½ minutes)
@@ -93,6 +96,8 @@ struct Options {
           --keep-work        keep the temporary folder (catalog files, query signatures)
           --earshotd PATH    board: run this earshotd (e.g. a static build) instead of the
                              release build next to earshot-bench
+          --attack library   hostile: the idle row and the library rows only (one key's 80
+                             library watches on a 20 000-item backlog)
         """
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -133,6 +138,9 @@ struct Options {
             case "--query-file": o.probeQueries = try value(arg)
             case "--opens": o.probeOpens = try number(arg, Int.self)
             case "--earshotd": o.earshotd = try value(arg)
+            case "--attack":
+                o.hostileAttack = try value(arg)
+                guard o.hostileAttack == "library" else { throw BenchError("--attack: 'library' is the one attack run alone") }
             case "-h", "--help", "help":
                 print(usage)
                 exit(0)

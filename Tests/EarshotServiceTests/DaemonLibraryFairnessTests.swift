@@ -1,0 +1,163 @@
+import EarshotSync
+import EarshotWire
+import Foundation
+import Testing
+
+@testable import EarshotTransport
+
+/// One key's library watches, at the most its limits allow, against another owner's reads,
+/// through a real earshotd over CURVE.
+@Suite("earshotd library fairness", .serialized)
+struct DaemonLibraryFairnessTests {
+    /// What one viewer connection heard: per request id, when its first reply came, its stream
+    /// items' payloads, and its END if one came.
+    struct Heard: Sendable {
+        var first: [UInt64: Duration] = [:]
+        var items: [UInt64: [Data]] = [:]
+        var ends: [UInt64: Earshot_V1_Status] = [:]
+    }
+
+    static let backlogChanges = 20
+    static let itemsPerChange = 1000
+
+    /// A viewer with 20 000 items opens 80 WatchLibrary streams from version 0 (16 on each of 5
+    /// connections: 64 are let in); meanwhile the operator reads one item at a time. Every read
+    /// of the operator is answered, its p99 within max(4 × its idle p99, 500 ms), and every
+    /// admitted stream still gets each change once, in order, with all its items, then CURRENT.
+    @Test func oneKeysCatchUpWatchesLeaveAnotherOwnersReadsTheirLatency() async throws {
+        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false"])
+        defer { daemon.stop() }
+        let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
+        defer { [viewer, op].forEach { $0.close() } }
+        var added: [[String]] = []
+        for batch in 0..<Self.backlogChanges {  // 1000 items: the most one Add takes
+            let reply = try await Lib.add(viewer, (0..<Self.itemsPerChange).map { Lib.new(title: "item \(batch).\($0)") }, timeout: .seconds(120))
+            added.append(reply.items.map(\.id))
+        }
+        _ = try await Lib.add(op, [Lib.new(title: "the operator's")])
+
+        var request = Earshot_V1_LibraryItemsRequest()
+        request.pageSize = 1
+        let pageRequest = request
+        /// One Items call of the operator: how long it took, nil if it failed or took over 5 s.
+        func timedRead() async -> Duration? {
+            let start = ContinuousClock.now
+            guard let page = try? await op.call(Methods.Library.items, pageRequest, timeout: .seconds(5)), page.items.count == 1 else { return nil }
+            return ContinuousClock.now - start
+        }
+        var idle: [Duration] = []
+        for _ in 0..<40 {
+            if let t = await timedRead() { idle.append(t) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(idle.count == 40, "the operator's reads failed with nobody else about")
+        let idleP99 = Self.percentile(idle, 99)
+
+        // The attack: 5 connections × 16 watches from version 0.
+        var watch = Earshot_V1_WatchLibraryRequest()
+        watch.fromVersion = 0
+        let payload: [UInt8] = try watch.serializedBytes()
+        let started = ContinuousClock.now
+        let finished = Locked(0)  // streams that got the whole backlog and CURRENT, or ended
+        let connections = 5, perConnection = 16
+        var dealers: [RawCurveDealer] = []
+        for c in 0..<connections {
+            let dealer = try RawCurveDealer(daemon.rpcEndpoint, security: daemon.security(.viewer))
+            for i in 0..<perConnection {
+                #expect(dealer.send(try RawCurveDealer.envelope(UInt64(c * perConnection + i + 1), Methods.Library.watchLibrary.path,
+                                                                  payload: payload, timeoutMs: 300_000)))
+            }
+            dealers.append(dealer)
+        }
+        let listeners = dealers.map { dealer in
+            Task.detached { try await Self.listen(dealer, streams: perConnection, since: started, finished: finished) }
+        }
+
+        // The operator reads while the viewer's streams catch up.
+        var underAttack: [Duration] = []
+        var failed = 0
+        while finished.withLock({ $0 }) < connections * perConnection, ContinuousClock.now - started < .seconds(300) {
+            if let t = await timedRead() { underAttack.append(t) } else { failed += 1 }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let attack = ContinuousClock.now - started
+        var heard = Heard()
+        for listener in listeners {
+            let h = try await listener.value
+            heard.first.merge(h.first) { a, _ in a }
+            heard.items.merge(h.items) { a, _ in a }
+            heard.ends.merge(h.ends) { a, _ in a }
+        }
+        for dealer in dealers { dealer.socket.close() }
+
+        let bound = max(idleP99 * 4, .milliseconds(500))
+        let p99 = Self.percentile(underAttack + Array(repeating: .seconds(5), count: failed), 99)
+        let firstReplies = heard.first.values.sorted()
+        print("""
+            library fairness: operator Items p50/p99 idle \(Self.ms(Self.percentile(idle, 50)))/\(Self.ms(idleP99)) ms, \
+            under the attack \(Self.ms(Self.percentile(underAttack, 50)))/\(Self.ms(p99)) ms (\(underAttack.count) answered, \(failed) not); \
+            viewer's first replies p50 \(Self.ms(firstReplies.isEmpty ? .zero : firstReplies[firstReplies.count / 2])) ms, \
+            last \(Self.ms(firstReplies.last ?? .zero)) ms; all caught up in \(Self.ms(attack)) ms
+            """)
+        #expect(failed == 0, "\(failed) of the operator's reads got no answer within 5 s")
+        #expect(underAttack.count >= 5, "only \(underAttack.count) reads while the viewer's streams caught up")
+        #expect(p99 <= bound, "the operator's p99 under the attack is \(p99), over max(4 × idle p99 \(idleP99), 500 ms)")
+
+        // The limits held: 64 streams in, 16 refused.
+        let refused = heard.ends.values.filter { $0.code == RpcStatusCode.resourceExhausted.rawValue }
+        #expect(refused.count == connections * perConnection - 64)
+        let admitted = heard.items.filter { !$0.value.isEmpty }
+        #expect(admitted.count == 64)
+        // Exactly once and in order, each change whole, then CURRENT at the last version.
+        let all = Set(added.joined())
+        for (id, payloads) in admitted {
+            let changes = try payloads.map { try Earshot_V1_LibraryChange(serializedBytes: $0) }
+            #expect(changes.map(\.kind) == Array(repeating: .added, count: Self.backlogChanges) + [.current], "stream \(id)")
+            #expect(changes.map(\.version) == (1...UInt64(Self.backlogChanges)).map { $0 } + [UInt64(Self.backlogChanges)], "stream \(id)")
+            for (change, ids) in zip(changes, added) {
+                #expect(change.itemIds == ids && change.items.map(\.id) == ids, "stream \(id), version \(change.version)")
+            }
+            #expect(Set(changes.flatMap(\.items).map(\.id)) == all)
+            #expect(heard.ends[id] == nil, "stream \(id) ended: \(String(describing: heard.ends[id]))")
+        }
+        #expect(daemon.stop() == 0)
+    }
+
+    /// Reads `dealer`'s replies until each of its `streams` calls has ended or sent the backlog
+    /// and CURRENT (counted in `finished`), keeping the payloads to check afterwards.
+    static func listen(_ dealer: RawCurveDealer, streams: Int, since start: ContinuousClock.Instant, finished: Locked<Int>) async throws -> Heard {
+        var heard = Heard()
+        var done = Set<UInt64>()
+        while done.count < streams, ContinuousClock.now - start < .seconds(300) {
+            guard let message = try dealer.socket.receive(), message.frames.count == 2 else {
+                try await Task.sleep(for: .milliseconds(1))
+                continue
+            }
+            let reply = try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
+            let id = reply.requestID
+            if heard.first[id] == nil { heard.first[id] = ContinuousClock.now - start }
+            var ended = false
+            if reply.kind == .end {
+                heard.ends[id] = reply.status
+                ended = true
+            } else if reply.kind == .message {
+                heard.items[id, default: []].append(reply.payload)
+                ended = heard.items[id]!.count == backlogChanges + 1
+            }
+            if ended, done.insert(id).inserted {
+                finished.withLock { $0 += 1 }
+            }
+        }
+        return heard
+    }
+
+    static func percentile(_ values: [Duration], _ p: Int) -> Duration {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .zero }
+        return sorted[min(sorted.count - 1, max(0, (sorted.count * p + 99) / 100 - 1))]
+    }
+
+    static func ms(_ d: Duration) -> String {
+        String(Int((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded()))
+    }
+}
