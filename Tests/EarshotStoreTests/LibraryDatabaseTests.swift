@@ -592,6 +592,27 @@ enum LibraryFixture {
         #expect(try db.changes(owner: "nobody", after: 1) == nil)
     }
 
+    /// A catch-up read stays short: changes stop once they list enough ids (always at least
+    /// one), and items stop once their bodies reach a size, saying how many ids were looked up.
+    @Test func boundedReadsStopByIDsAndBytesAndResumeWhereTheyStopped() throws {
+        let db = try open()
+        let big = try db.add((0..<5).map { F.entry(Int64($0), size: 1000, seed: $0) }, owner: "alice", nowMs: 10)
+        let small = try db.add([F.entry(9, seed: 9)], owner: "alice", nowMs: 20)
+        let last = try db.add([F.entry(10, seed: 10), F.entry(11, seed: 11)], owner: "alice", nowMs: 30)
+        #expect(try db.changes(owner: "alice", after: 0, maximumIDs: 1) == [big.change], "one change even past the bound")
+        #expect(try db.changes(owner: "alice", after: 0, maximumIDs: 6) == [big.change, small.change])
+        #expect(try db.changes(owner: "alice", after: 1, maximumIDs: 2) == [small.change, last.change])
+
+        // Items 2500 bytes at a time: the third body reaches it; a missing id is looked up too.
+        let ids = big.change.itemIDs
+        _ = try db.remove([ids[1]], owner: "alice", nowMs: 40)
+        let first = try db.items(owner: "alice", ids: ids[...], maximumBytes: 2500)
+        #expect(first.looked == 4 && first.items.map(\.id) == [ids[0], ids[2], ids[3]])
+        let rest = try db.items(owner: "alice", ids: ids[first.looked...], maximumBytes: 2500)
+        #expect(rest.looked == 1 && rest.items.map(\.id) == [ids[4]])
+        #expect(try db.items(owner: "bob", ids: ids[...], maximumBytes: 2500).items.isEmpty, "another owner's ids")
+    }
+
     @Test func changesAreNilWhenTheLogNoLongerReaches() throws {
         var limits = LibraryLimits()
         limits.changeLogLength = 3
