@@ -30,6 +30,16 @@ final class CueService: Sendable {
     private let nextWatcherID = Atomic<Int>(0)
     /// The revision of the ONCE memory on disk.
     private let onceWritten = Locked(0)
+    /// The controller's cues as `cue-overrides.json` holds them, each encoded once, by
+    /// `overrideKey`. Held while that file is written, so writers take turns and the state lock
+    /// (events, RPC) never waits for an fsync; `State.overrides` changes only under it.
+    private let overridesFile: Locked<[String: [UInt8]]>
+
+    /// Timer wake-ups in one second after which the timer waits `pacedTick` between them: a real
+    /// programme's cues are never this close together; a dense schedule is then crossed in steps
+    /// whose cues are reported together (`CueCoalescing`).
+    static let rapidTicksPerSecond = 10
+    static let pacedTick = 0.1
 
     private struct State: Sendable {
         var monitor: CueMonitor
@@ -40,7 +50,14 @@ final class CueService: Sendable {
         /// The ONCE memory's revision last handed to `saveOnce`.
         var savedOnceRevision = 0
         var watchers: [Int: AsyncStream<Earshot_V1_CueEvent>.Continuation] = [:]
+        /// The schedule built from each override (by `overrideKey`) for the catalog version it
+        /// was built for (nil: it does not check), so observations do not build it again.
+        var built: [String: (version: Int, schedule: CueSchedule?)] = [:]
+        /// The timer's wake-ups in the second that began at `start`, and the newest one.
+        var ticks = (start: -Double.infinity, count: 0, last: -Double.infinity)
     }
+
+    private static func overrideKey(_ catalog: String, _ reference: Int) -> String { "\(catalog)\u{0}\(reference)" }
 
     init(session: ManagedSession, registry: CatalogRegistry, events: DaemonEvents, configuration c: DaemonConfiguration,
          logger: Logger) {
@@ -54,6 +71,19 @@ final class CueService: Sendable {
         do { overrides = try store.loadOverrides() } catch {
             logger.error("cue overrides: \(error.message); \(store.setAside(store.overridesPath)); the catalogs' own cues serve")
         }
+        var encoded: [String: [UInt8]] = [:]
+        overrides = overrides.filter { o in
+            do throws(EarshotError) { try CueLimits.check(o.cues) } catch {
+                logger.error("cues set for \(o.catalog) v\(o.version) reference \(o.reference) dropped: \(error.message)")
+                return false
+            }
+            do throws(SystemError) { encoded[Self.overrideKey(o.catalog, o.reference)] = try CueStore.encode(o) } catch {
+                logger.error("cues set for \(o.catalog) reference \(o.reference) dropped: \(error.message)")
+                return false
+            }
+            return true
+        }
+        overridesFile = Locked(encoded)
         var once = CueOnceMemory()
         do { once = try store.loadOnce() } catch {
             logger.error("ONCE cues: \(error.message); \(store.setAside(store.oncePath)); ONCE cues may fire again")
@@ -96,8 +126,9 @@ final class CueService: Sendable {
         refresh()
         let now = clockNow()
         state.withLock { s in
+            s.built.removeAll()
             guard let programme = s.monitor.programme else { return }
-            let (schedule, _) = schedule(for: programme, overrides: s.overrides)
+            let (schedule, _) = schedule(for: programme, in: &s)
             let out = s.monitor.scheduleChanged(schedule, for: programme, at: now)
             publish(out, in: &s, now: now)
             rearm(&s)
@@ -124,7 +155,7 @@ final class CueService: Sendable {
             time: time, wallTime: Date().timeIntervalSince1970, revealsJump: r.revealsJump, isStale: r.isStale)
         let now = clockNow()
         state.withLock { s in
-            let (schedule, _) = schedule(for: programme, overrides: s.overrides)
+            let (schedule, _) = schedule(for: programme, in: &s)
             let out = s.monitor.observe(observation, schedule: schedule) + s.monitor.advance(to: now)
             publish(out, in: &s, now: now)
             rearm(&s)
@@ -137,6 +168,9 @@ final class CueService: Sendable {
         state.withLock { s in
             s.timer = nil
             s.timerDeadline = nil
+            if now - s.ticks.start >= 1 { s.ticks = (now, 0, now) }
+            s.ticks.count += 1
+            s.ticks.last = now
             publish(s.monitor.advance(to: now), in: &s, now: now)
             rearm(&s)
         }
@@ -145,7 +179,10 @@ final class CueService: Sendable {
 
     /// A timer for the monitor's next deadline (kept when it is already set for it).
     private func rearm(_ s: inout State) {
-        let deadline = s.monitor.nextDeadline
+        var deadline = s.monitor.nextDeadline
+        if let d = deadline, s.ticks.count >= Self.rapidTicksPerSecond, d < s.ticks.start + 1 {
+            deadline = max(d, s.ticks.last + Self.pacedTick)
+        }
         guard deadline != s.timerDeadline || s.timer == nil else { return }
         s.timer?.cancel()
         s.timerDeadline = deadline
@@ -193,31 +230,56 @@ final class CueService: Sendable {
     // MARK: Schedules
 
     /// The cues of `programme`: the controller's for that catalog version, else the catalog's.
-    private func schedule(for programme: CueProgramme, overrides: [CueStore.Override])
-        -> (CueSchedule, Earshot_V1_CueSchedule.Source)
-    {
+    /// The controller's are built once per override and catalog version (`State.built`).
+    private func schedule(for programme: CueProgramme, in s: inout State) -> (CueSchedule, Earshot_V1_CueSchedule.Source) {
         guard let catalog = registry.slot(named: programme.catalogName)?.loaded?.catalog,
               programme.referenceIndex >= 0, programme.referenceIndex < catalog.referenceCount
         else { return (.empty(referenceDuration: 0), .catalog) }
-        let duration = catalog.references[programme.referenceIndex].duration
-        if let o = overrides.first(where: { $0.catalog == programme.catalogName && $0.reference == programme.referenceIndex }),
-           o.version == programme.catalogVersion, let schedule = try? CueSchedule(o.cues, referenceDuration: duration) {
-            return (schedule, .controller)
+        if let o = s.overrides.first(where: { $0.catalog == programme.catalogName && $0.reference == programme.referenceIndex }),
+           o.version == programme.catalogVersion {
+            let key = Self.overrideKey(o.catalog, o.reference)
+            let schedule: CueSchedule?
+            if let cached = s.built[key], cached.version == o.version {
+                schedule = cached.schedule
+            } else {
+                let duration = catalog.references[programme.referenceIndex].duration
+                schedule = try? CueSchedule(o.cues, referenceDuration: duration)
+                s.built[key] = (o.version, schedule)
+            }
+            if let schedule { return (schedule, .controller) }
         }
         return (catalog.cues(ofReference: programme.referenceIndex), .catalog)
+    }
+
+    /// Writes `overrides` from the encoded pieces (encoding any missing); the caller holds
+    /// `overridesFile`.
+    private func save(_ overrides: [CueStore.Override], pieces: inout [String: [UInt8]]) throws(SystemError) {
+        var list: [[UInt8]] = []
+        list.reserveCapacity(overrides.count)
+        for o in overrides {
+            let key = Self.overrideKey(o.catalog, o.reference)
+            if pieces[key] == nil { pieces[key] = try CueStore.encode(o) }
+            list.append(pieces[key]!)
+        }
+        try store.save(encoded: list)
     }
 
     /// Drops the controller's cues for catalogs that were replaced by a new version.
     private func pruneOverrides() {
         let versions = Dictionary(registry.all.map { ($0.name, $0.version) }, uniquingKeysWith: { a, _ in a })
-        state.withLock { s in
-            let kept = s.overrides.filter { o in versions[o.catalog].map { $0 == o.version } ?? true }
-            guard kept.count != s.overrides.count else { return }
-            for o in s.overrides where !kept.contains(o) {
+        overridesFile.withLock { pieces in
+            let overrides = state.withLock { $0.overrides }
+            let kept = overrides.filter { o in versions[o.catalog].map { $0 == o.version } ?? true }
+            guard kept.count != overrides.count else { return }
+            for o in overrides where !kept.contains(o) {
                 logger.notice("cues set for \(o.catalog) v\(o.version) reference \(o.reference) dropped: the catalog is now v\(versions[o.catalog] ?? 0)")
+                pieces[Self.overrideKey(o.catalog, o.reference)] = nil
             }
-            s.overrides = kept
-            do throws(SystemError) { try store.save(kept) } catch { logger.error("cannot save cue overrides: \(error.message)") }
+            do throws(SystemError) { try save(kept, pieces: &pieces) } catch { logger.error("cannot save cue overrides: \(error.message)") }
+            state.withLock { s in
+                s.overrides = kept
+                s.built = s.built.filter { entry in kept.contains { Self.overrideKey($0.catalog, $0.reference) == entry.key } }
+            }
         }
     }
 
@@ -272,8 +334,8 @@ final class CueService: Sendable {
         return Earshot_V1_CueProgramme(p, title: title ?? "")
     }
 
-    private func wireSchedule(_ p: CueProgramme, overrides: [CueStore.Override]) -> Earshot_V1_CueSchedule {
-        let (schedule, source) = self.schedule(for: p, overrides: overrides)
+    private func wireSchedule(_ p: CueProgramme, in s: inout State) -> Earshot_V1_CueSchedule {
+        let (schedule, source) = self.schedule(for: p, in: &s)
         return Earshot_V1_CueSchedule(schedule, programme: wireProgramme(p), source: source)
     }
 
@@ -293,7 +355,8 @@ final class CueService: Sendable {
                     w.dueUnixMs = unixMilliseconds(atClock: e.time + (cue.start - e.position) / rate)
                 }
             }
-            if e.kind == .schedule { w.schedule = wireSchedule(e.programme, overrides: s.overrides) }
+            if e.kind == .schedule { w.schedule = wireSchedule(e.programme, in: &s) }
+            if e.count > 1 { w.coalesced = UInt32(clamping: e.count) }
             w.position = e.position
             w.latenessSeconds = e.lateness
             w.owed = e.owed
@@ -307,16 +370,17 @@ final class CueService: Sendable {
 
     private func logLine(_ e: CueEvent) {
         let at = e.position.decimalText(places: 2)
+        let together = e.count > 1 ? " (\(e.count) cues crossed together, this one the last)" : ""
         switch e.kind {
         case .started, .skipped:
             let late = e.lateness > 0.05 ? ", \(e.lateness.decimalText(places: 2)) s late" : ""
-            logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(e.owed ? " (owed)" : "")")
+            logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(e.owed ? " (owed)" : "")\(together)")
         case .seek:
             logger.info("cue timeline: \(e.programme.key) jumped from \((e.from ?? 0).decimalText(places: 2)) to \(at) s")
         case .programmeLost:
             logger.info("cue timeline: \(e.programme.key) lost at \(at) s")
         case .schedule, .upcoming, .ended:
-            logger.debug("cue \(e.kind.rawValue): \(e.cue?.id ?? e.programme.key) at \(at) s")
+            logger.debug("cue \(e.kind.rawValue): \(e.cue?.id ?? e.programme.key) at \(at) s\(together)")
         }
     }
 
@@ -336,13 +400,17 @@ final class CueService: Sendable {
         w.position = snapshot.position
         w.rate = snapshot.rate
         let schedule = s.monitor.schedule
+        // The schedule is not carried (GetSchedule gives it): current and next stay small.
+        var index: [String: Int] = [:]
+        if !snapshot.current.isEmpty || snapshot.next != nil {
+            index = Dictionary(schedule.cues.indices.map { (schedule.cues[$0].id, $0) }, uniquingKeysWith: { a, _ in a })
+        }
         func wire(_ cue: Cue) -> Earshot_V1_Cue {
-            Earshot_V1_Cue(cue, end: schedule.cues.firstIndex { $0.id == cue.id }.flatMap { schedule.end(ofCueAt: $0) })
+            Earshot_V1_Cue(cue, end: index[cue.id].flatMap { schedule.end(ofCueAt: $0) })
         }
         w.current = snapshot.current.map(wire)
         if let next = snapshot.next { w.next = wire(next) }
         if let t = snapshot.nextTime { w.nextDueUnixMs = unixMilliseconds(atClock: t) }
-        w.schedule = wireSchedule(programme, overrides: s.overrides)
         return w
     }
 
@@ -351,28 +419,35 @@ final class CueService: Sendable {
     func register(on server: RpcServer) {
         server.register(Methods.Cues.getSchedule, role: .viewer) { [self] request, _ throws(RpcError) in
             let reference = try resolve(request)
-            return state.withLock { wireSchedule(reference.programme, overrides: $0.overrides) }
+            let (schedule, source) = state.withLock { s in self.schedule(for: reference.programme, in: &s) }
+            return Earshot_V1_CueSchedule(schedule, programme: wireProgramme(reference.programme), source: source)
         }
         server.register(Methods.Cues.getCurrent, role: .viewer) { [self] _, _ throws(RpcError) in currentState() }
         server.register(Methods.Cues.setCues, role: .operator) { [self] request, _ throws(RpcError) in
             let reference = try resolve(request.reference)
+            // The count first: nothing is built from a set past the limit.
+            do throws(EarshotError) { try CueLimits.checkCount(request.cues.count) } catch {
+                throw RpcError(.invalidArgument, error.message)
+            }
             var cues: [Cue] = []
+            cues.reserveCapacity(request.cues.count)
             for w in request.cues {
                 do throws(EarshotError) { cues.append(try Cue(wire: w)) } catch { throw RpcError(.invalidArgument, error.message) }
             }
             let duration = reference.catalog.references[reference.programme.referenceIndex].duration
-            do throws(EarshotError) { _ = try CueSchedule(cues, referenceDuration: duration) } catch {
+            let built: CueSchedule
+            do throws(EarshotError) { built = try CueSchedule(cues, referenceDuration: duration) } catch {
                 throw RpcError(.invalidArgument, error.message)
             }
             let p = reference.programme
             let change = CueStore.Override(catalog: p.catalogName, version: p.catalogVersion, reference: p.referenceIndex, cues: cues)
-            let reply = try replaceOverride(for: p, with: change)
+            let reply = try replaceOverride(for: p, with: change, built: built)
             logger.notice("cues: \(cues.count) cue(s) set for \(p.catalogName) v\(p.catalogVersion) reference \(p.referenceIndex)")
             return reply
         }
         server.register(Methods.Cues.clearCues, role: .operator) { [self] request, _ throws(RpcError) in
             let p = try resolve(request).programme
-            let reply = try replaceOverride(for: p, with: nil)
+            let reply = try replaceOverride(for: p, with: nil, built: nil)
             logger.notice("cues: \(p.catalogName) reference \(p.referenceIndex) back to the catalog's cues")
             return reply
         }
@@ -394,25 +469,42 @@ final class CueService: Sendable {
         }
     }
 
-    /// Sets (or with nil, clears) the controller's cues of `p`; saved before anything changes.
-    private func replaceOverride(for p: CueProgramme, with change: CueStore.Override?) throws(RpcError) -> Earshot_V1_CueSchedule {
-        let now = clockNow()
-        let result: Result<Earshot_V1_CueSchedule, RpcError> = state.withLock { s in
-            var overrides = s.overrides.filter { !($0.catalog == p.catalogName && $0.reference == p.referenceIndex) }
-            if let change { overrides.append(change) }
-            do throws(SystemError) { try store.save(overrides) } catch {
-                return .failure(RpcError(.unavailable, "cannot save the cues: \(error.message); nothing changed"))
+    /// Sets (or with nil, clears) the controller's cues of `p` (`built`: their schedule); saved
+    /// before anything changes. The file is encoded and written outside the state lock, so cues
+    /// keep firing and other calls keep being answered meanwhile; only the override that changed
+    /// is encoded.
+    private func replaceOverride(for p: CueProgramme, with change: CueStore.Override?, built: CueSchedule?) throws(RpcError)
+        -> Earshot_V1_CueSchedule
+    {
+        let key = Self.overrideKey(p.catalogName, p.referenceIndex)
+        try overridesFile.withLock { (file: inout [String: [UInt8]]) throws(RpcError) in
+            var overrides = state.withLock { $0.overrides }.filter { !($0.catalog == p.catalogName && $0.reference == p.referenceIndex) }
+            var pieces = file
+            pieces[key] = nil
+            if let change {
+                overrides.append(change)
+                do throws(EarshotError) {
+                    try CueLimits.checkCatalog(overrides.lazy.filter { $0.catalog == p.catalogName }.map(\.cues.count))
+                } catch { throw RpcError(.invalidArgument, "the controller's cues of catalog \(p.catalogName): \(error.message)") }
             }
-            s.overrides = overrides
-            if let programme = s.monitor.programme, programme.isSame(as: p) {
-                let (schedule, _) = schedule(for: programme, overrides: overrides)
-                publish(s.monitor.scheduleChanged(schedule, for: programme, at: now), in: &s, now: now)
-                rearm(&s)
+            do throws(SystemError) { try save(overrides, pieces: &pieces) } catch {
+                throw RpcError(.unavailable, "cannot save the cues: \(error.message); nothing changed")
             }
-            return .success(wireSchedule(p, overrides: overrides))
+            file = pieces
+            let now = clockNow()
+            state.withLock { s in
+                s.overrides = overrides
+                s.built[key] = change.map { ($0.version, built) }
+                if let programme = s.monitor.programme, programme.isSame(as: p) {
+                    let (schedule, _) = self.schedule(for: programme, in: &s)
+                    publish(s.monitor.scheduleChanged(schedule, for: programme, at: now), in: &s, now: now)
+                    rearm(&s)
+                }
+            }
         }
         saveOnce()
         refresh()
-        return try result.get()
+        let (schedule, source) = state.withLock { s in self.schedule(for: p, in: &s) }
+        return Earshot_V1_CueSchedule(schedule, programme: wireProgramme(p), source: source)
     }
 }

@@ -35,7 +35,26 @@ struct CueStore: Sendable {
     }
 
     func save(_ overrides: [Override]) throws(SystemError) {
-        try Self.write(overrides, to: overridesPath)
+        var pieces: [[UInt8]] = []
+        for o in overrides { pieces.append(try Self.encode(o)) }
+        try save(encoded: pieces)
+    }
+
+    /// One override as the file holds it, so a change re-encodes only what changed.
+    static func encode(_ override: Override) throws(SystemError) -> [UInt8] {
+        try encode(override, for: "cue override")
+    }
+
+    /// Writes overrides encoded one by one (`encode`) as the file's list.
+    func save(encoded pieces: [[UInt8]]) throws(SystemError) {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        bytes.reserveCapacity(pieces.reduce(2) { $0 + $1.count + 1 })
+        for (i, piece) in pieces.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += piece
+        }
+        bytes.append(UInt8(ascii: "]"))
+        try AtomicFile.write(bytes, to: overridesPath, mode: 0o600)
     }
 
     func loadOnce() throws(SystemError) -> CueOnceMemory {
@@ -65,14 +84,16 @@ struct CueStore: Sendable {
     }
 
     private static func write<T: Encodable>(_ value: T, to path: String) throws(SystemError) {
-        let bytes: Data
+        try AtomicFile.write(try encode(value, for: path), to: path, mode: 0o600)
+    }
+
+    private static func encode<T: Encodable>(_ value: T, for what: String) throws(SystemError) -> [UInt8] {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            bytes = try encoder.encode(value)
+            return [UInt8](try encoder.encode(value))
         } catch {
-            throw SystemError("\(path): cannot encode (\(error))", code: EINVAL)
+            throw SystemError("\(what): cannot encode (\(error))", code: EINVAL)
         }
-        try AtomicFile.write([UInt8](bytes), to: path, mode: 0o600)
     }
 }

@@ -87,6 +87,11 @@ enum CueFormat {
         return parts.joined(separator: "  ")
     }
 
+    /// "(12 cues crossed together)" for an event that stands for several.
+    static func together(_ e: Earshot_V1_CueEvent) -> String {
+        e.coalesced > 1 ? "  (\(e.coalesced) cues crossed together, this one the last)" : ""
+    }
+
     static func event(_ e: Earshot_V1_CueEvent) -> String {
         let head = "\(kind(e.kind)) "
         switch e.kind {
@@ -99,12 +104,12 @@ enum CueFormat {
             return head + "\(programme(e.programme)) at \(RemoteFormat.seconds(e.position))"
         case .upcoming:
             let due = Double(e.dueUnixMs) / 1000 - Date().timeIntervalSince1970
-            return head + cue(e.cue) + String(format: "  (in %.1f s)", max(0, due))
+            return head + cue(e.cue) + String(format: "  (in %.1f s)", max(0, due)) + together(e)
         default:
             var line = head + cue(e.cue)
             if e.latenessSeconds > 0.05 { line += String(format: "  (%.1f s late)", e.latenessSeconds) }
             if e.owed { line += "  (owed: JUMP-restricted)" }
-            return line
+            return line + together(e)
         }
     }
 

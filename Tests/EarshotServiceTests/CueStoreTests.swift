@@ -22,6 +22,12 @@ struct CueStoreTests {
                                          cues: [Cue(id: "q", cueClass: "quiz", start: 4, flags: [.once])])
         try store.save([override])
         #expect(try store.loadOverrides() == [override])
+        // Written from overrides encoded one by one: the same file, read back the same.
+        let second = CueStore.Override(catalog: "show", version: 3, reference: 2, cues: [Cue(id: "r", start: 1, duration: 2)])
+        try store.save(encoded: [try CueStore.encode(override), try CueStore.encode(second)])
+        #expect(try store.loadOverrides() == [override, second])
+        try store.save(encoded: [])
+        #expect(try store.loadOverrides().isEmpty)
     }
 
     @Test func aDamagedFileIsAClearErrorAndIsSetAsideNotDeleted() throws {

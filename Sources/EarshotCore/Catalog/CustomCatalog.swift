@@ -60,6 +60,7 @@ public struct CustomCatalog: Sendable, Equatable {
         }
         var reference = reference
         reference.cues = try CueSchedule(reference.cues, referenceDuration: reference.signature.duration).cues
+        try CueLimits.checkCatalog([reference.cues.count] + references.map(\.cues.count))
         let frames = CatalogLayout.frameCount(for: reference.signature.duration) + CatalogLayout.referenceGapFrames
         guard CatalogLayout.timelineFrames(of: references) + frames <= CatalogLayout.maximumTimelineFrames else {
             throw .catalogInvalid("catalog would exceed \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
@@ -96,7 +97,9 @@ public struct CustomCatalog: Sendable, Equatable {
     /// timeline order). An empty list removes them.
     public mutating func setCues(_ cues: [Cue], forReferenceAt index: Int) throws(EarshotError) {
         try checkIndex(index)
-        references[index].cues = try CueSchedule(cues, referenceDuration: references[index].signature.duration).cues
+        let checked = try CueSchedule(cues, referenceDuration: references[index].signature.duration).cues
+        try CueLimits.checkCatalog(references.indices.map { $0 == index ? checked.count : references[$0].cues.count })
+        references[index].cues = checked
     }
 
     private func checkIndex(_ index: Int) throws(EarshotError) {

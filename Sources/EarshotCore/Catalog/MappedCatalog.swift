@@ -429,6 +429,7 @@ public final class MappedCatalog: @unchecked Sendable {
         guard lists.count == references.count else {
             throw .catalogInvalid("the cues section has \(lists.count) lists for \(references.count) references")
         }
+        try CueLimits.checkCatalog(lists.lazy.map(\.count))
         var schedules: [CueSchedule] = []
         schedules.reserveCapacity(lists.count)
         for (index, list) in lists.enumerated() {

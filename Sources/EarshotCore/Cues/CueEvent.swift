@@ -59,9 +59,12 @@ public struct CueEvent: Sendable, Equatable {
     public var owed: Bool
     /// For seek: the position before the jump.
     public var from: Double?
+    /// How many cues this event stands for: more than 1 when cues crossed in one step were
+    /// reported together (`CueCoalescing`), `cue` the last of them (or the one owed).
+    public var count: Int
 
     public init(kind: Kind, programme: CueProgramme, cue: Cue? = nil, schedule: CueSchedule? = nil, time: Double,
-                position: Double, lateness: Double = 0, owed: Bool = false, from: Double? = nil) {
+                position: Double, lateness: Double = 0, owed: Bool = false, from: Double? = nil, count: Int = 1) {
         self.kind = kind
         self.programme = programme
         self.cue = cue
@@ -71,5 +74,6 @@ public struct CueEvent: Sendable, Equatable {
         self.lateness = lateness
         self.owed = owed
         self.from = from
+        self.count = count
     }
 }

@@ -150,8 +150,12 @@ public struct CueMonitor: Sendable {
 
     /// Takes a position estimate with the schedule of its programme; returns what to publish.
     public mutating func observe(_ o: Observation, schedule newSchedule: CueSchedule) -> [CueEvent] {
+        CueCoalescing.coalesce(observeStep(o, schedule: newSchedule))
+    }
+
+    private mutating func observeStep(_ o: Observation, schedule newSchedule: CueSchedule) -> [CueEvent] {
         guard o.confidence >= configuration.minimumConfidence, !o.isStale, o.position.isFinite, o.rate.isFinite, o.rate > 0,
-              o.time.isFinite else { return advance(to: o.time) }
+              o.time.isFinite else { return advanceStep(to: o.time) }
         lastWall = (o.time, o.wallTime)
         var events: [CueEvent] = []
         if let programme, let track, !lost {
@@ -162,21 +166,21 @@ public struct CueMonitor: Sendable {
                 if abs(o.position - track.position(at: o.time)) <= configuration.jumpTolerance {
                     candidate = nil
                     confirm(o)
-                    return events + advance(to: o.time)
+                    return events + advanceStep(to: o.time)
                 }
             }
             guard o.confidence >= configuration.decisiveConfidence || o.revealsJump || agreesWithCandidate(o) else {
                 candidate = o
-                return events + advance(to: o.time)
+                return events + advanceStep(to: o.time)
             }
             if same {
                 jump(to: o, into: &events)
-                return events + advance(to: o.time)
+                return events + advanceStep(to: o.time)
             }
             events.append(lose(at: o.time))  // another programme: this one is over
         }
         acquire(o, schedule: newSchedule, into: &events)
-        return events + advance(to: o.time)
+        return events + advanceStep(to: o.time)
     }
 
     /// The schedule of the programme changed (the controller set or cleared its cues).
@@ -184,11 +188,15 @@ public struct CueMonitor: Sendable {
         guard let programme, programme.isSame(as: p), newSchedule != schedule else { return [] }
         var events: [CueEvent] = []
         replaceSchedule(newSchedule, at: now, into: &events)
-        return events + advance(to: now)
+        return CueCoalescing.coalesce(events + advanceStep(to: now))
     }
 
     /// Brings the monitor to stream time `now`: cues due by then fire, the programme may be lost.
     public mutating func advance(to now: Double) -> [CueEvent] {
+        CueCoalescing.coalesce(advanceStep(to: now))
+    }
+
+    private mutating func advanceStep(to now: Double) -> [CueEvent] {
         guard let programme, let track, !lost, now.isFinite else { return [] }
         if now - lastConfirmed >= configuration.lostHorizon { return [lose(at: now)] }
         let limit = min(now, lastConfirmed + configuration.holdAfter)
@@ -391,11 +399,11 @@ public struct CueMonitor: Sendable {
                                           announce: Bool = true) {
         guard let programme else { return }
         var byID: [String: Status] = [:]
+        let keptIDs = Set(newSchedule.cues.map(\.id))
         for (i, cue) in schedule.cues.enumerated() {
             byID[cue.id] = status[i]
             // A current cue the new schedule drops is over.
-            let kept = newSchedule.cues.contains { $0.id == cue.id }
-            if !kept, status[i].started, !status[i].ended, endPosition(i) != nil {
+            if !keptIDs.contains(cue.id), status[i].started, !status[i].ended, endPosition(i) != nil {
                 events.append(CueEvent(kind: .ended, programme: programme, cue: cue, time: now, position: processed))
             }
         }

@@ -6,9 +6,10 @@ public struct CueSchedule: Sendable, Equatable {
     /// Length of the reference the cues belong to, in seconds.
     public let referenceDuration: Double
 
-    /// Checks `cues` against a reference of `referenceDuration` seconds; throws `catalogInvalid`
-    /// naming the first cue that is wrong and why.
+    /// Checks `cues` against a reference of `referenceDuration` seconds and `CueLimits`; throws
+    /// `catalogInvalid` naming the first cue that is wrong and why, or the limit passed.
     public init(_ cues: [Cue], referenceDuration: Double) throws(EarshotError) {
+        try CueLimits.check(cues)
         var seen = Set<String>()
         for cue in cues {
             try Self.check(cue, referenceDuration: referenceDuration)

@@ -415,6 +415,13 @@ public nonisolated struct Earshot_V1_CueEvent: @unchecked Sendable {
   /// Clears the value of `state`. Subsequent reads from it will return its default value.
   public mutating func clearState() {_uniqueStorage()._state = nil}
 
+  /// How many cues this event stands for: > 1 when cues crossed in one step (a jump, a late start,
+  /// a dense schedule) were reported together, `cue` the last of them (or the one owed); 0 or 1: `cue` alone.
+  public var coalesced: UInt32 {
+    get {_storage._coalesced}
+    set {_uniqueStorage()._coalesced = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -501,69 +508,42 @@ public nonisolated struct Earshot_V1_CueEvent: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Earshot_V1_CueState: @unchecked Sendable {
+public nonisolated struct Earshot_V1_CueState: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var phase: Earshot_V1_CueState.Phase {
-    get {_storage._phase}
-    set {_uniqueStorage()._phase = newValue}
-  }
+  public var phase: Earshot_V1_CueState.Phase = .unspecified
 
   public var programme: Earshot_V1_CueProgramme {
-    get {_storage._programme ?? Earshot_V1_CueProgramme()}
-    set {_uniqueStorage()._programme = newValue}
+    get {_programme ?? Earshot_V1_CueProgramme()}
+    set {_programme = newValue}
   }
   /// Returns true if `programme` has been explicitly set.
-  public var hasProgramme: Bool {_storage._programme != nil}
+  public var hasProgramme: Bool {self._programme != nil}
   /// Clears the value of `programme`. Subsequent reads from it will return its default value.
-  public mutating func clearProgramme() {_uniqueStorage()._programme = nil}
+  public mutating func clearProgramme() {self._programme = nil}
 
   /// Reference seconds at taken_at_unix_ms, and reference seconds per second.
-  public var position: Double {
-    get {_storage._position}
-    set {_uniqueStorage()._position = newValue}
-  }
+  public var position: Double = 0
 
-  public var rate: Double {
-    get {_storage._rate}
-    set {_uniqueStorage()._rate = newValue}
-  }
+  public var rate: Double = 0
 
-  public var current: [Earshot_V1_Cue] {
-    get {_storage._current}
-    set {_uniqueStorage()._current = newValue}
-  }
+  public var current: [Earshot_V1_Cue] = []
 
   public var next: Earshot_V1_Cue {
-    get {_storage._next ?? Earshot_V1_Cue()}
-    set {_uniqueStorage()._next = newValue}
+    get {_next ?? Earshot_V1_Cue()}
+    set {_next = newValue}
   }
   /// Returns true if `next` has been explicitly set.
-  public var hasNext: Bool {_storage._next != nil}
+  public var hasNext: Bool {self._next != nil}
   /// Clears the value of `next`. Subsequent reads from it will return its default value.
-  public mutating func clearNext() {_uniqueStorage()._next = nil}
+  public mutating func clearNext() {self._next = nil}
 
   /// When `next` is due (Unix ms; 0 when not following).
-  public var nextDueUnixMs: Int64 {
-    get {_storage._nextDueUnixMs}
-    set {_uniqueStorage()._nextDueUnixMs = newValue}
-  }
+  public var nextDueUnixMs: Int64 = 0
 
-  public var takenAtUnixMs: Int64 {
-    get {_storage._takenAtUnixMs}
-    set {_uniqueStorage()._takenAtUnixMs = newValue}
-  }
-
-  public var schedule: Earshot_V1_CueSchedule {
-    get {_storage._schedule ?? Earshot_V1_CueSchedule()}
-    set {_uniqueStorage()._schedule = newValue}
-  }
-  /// Returns true if `schedule` has been explicitly set.
-  public var hasSchedule: Bool {_storage._schedule != nil}
-  /// Clears the value of `schedule`. Subsequent reads from it will return its default value.
-  public mutating func clearSchedule() {_uniqueStorage()._schedule = nil}
+  public var takenAtUnixMs: Int64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -623,7 +603,8 @@ public nonisolated struct Earshot_V1_CueState: @unchecked Sendable {
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _programme: Earshot_V1_CueProgramme? = nil
+  fileprivate var _next: Earshot_V1_Cue? = nil
 }
 
 /// A reference by catalog name and index, or by the id of one of its media items (then `catalog`
@@ -1040,7 +1021,7 @@ nonisolated extension Earshot_V1_CueSchedule.Source: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CueEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}programme\0\u{1}cue\0\u{1}schedule\0\u{1}position\0\u{3}lateness_seconds\0\u{1}owed\0\u{3}from_position\0\u{3}due_unix_ms\0\u{1}rate\0\u{1}state\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}programme\0\u{1}cue\0\u{1}schedule\0\u{1}position\0\u{3}lateness_seconds\0\u{1}owed\0\u{3}from_position\0\u{3}due_unix_ms\0\u{1}rate\0\u{1}state\0\u{1}coalesced\0")
 
   fileprivate class _StorageClass {
     var _kind: Earshot_V1_CueEvent.Kind = .unspecified
@@ -1054,6 +1035,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
     var _dueUnixMs: Int64 = 0
     var _rate: Double = 0
     var _state: Earshot_V1_CueState? = nil
+    var _coalesced: UInt32 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1075,6 +1057,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
       _dueUnixMs = source._dueUnixMs
       _rate = source._rate
       _state = source._state
+      _coalesced = source._coalesced
     }
   }
 
@@ -1104,6 +1087,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
         case 9: try { try decoder.decodeSingularInt64Field(value: &_storage._dueUnixMs) }()
         case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._rate) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._state) }()
+        case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._coalesced) }()
         default: break
         }
       }
@@ -1149,6 +1133,9 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
       try { if let v = _storage._state {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
       } }()
+      if _storage._coalesced != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._coalesced, fieldNumber: 12)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1169,6 +1156,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
         if _storage._dueUnixMs != rhs_storage._dueUnixMs {return false}
         if _storage._rate != rhs_storage._rate {return false}
         if _storage._state != rhs_storage._state {return false}
+        if _storage._coalesced != rhs_storage._coalesced {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -1184,125 +1172,68 @@ nonisolated extension Earshot_V1_CueEvent.Kind: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Earshot_V1_CueState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CueState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phase\0\u{1}programme\0\u{1}position\0\u{1}rate\0\u{1}current\0\u{1}next\0\u{3}next_due_unix_ms\0\u{3}taken_at_unix_ms\0\u{1}schedule\0")
-
-  fileprivate class _StorageClass {
-    var _phase: Earshot_V1_CueState.Phase = .unspecified
-    var _programme: Earshot_V1_CueProgramme? = nil
-    var _position: Double = 0
-    var _rate: Double = 0
-    var _current: [Earshot_V1_Cue] = []
-    var _next: Earshot_V1_Cue? = nil
-    var _nextDueUnixMs: Int64 = 0
-    var _takenAtUnixMs: Int64 = 0
-    var _schedule: Earshot_V1_CueSchedule? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _phase = source._phase
-      _programme = source._programme
-      _position = source._position
-      _rate = source._rate
-      _current = source._current
-      _next = source._next
-      _nextDueUnixMs = source._nextDueUnixMs
-      _takenAtUnixMs = source._takenAtUnixMs
-      _schedule = source._schedule
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phase\0\u{1}programme\0\u{1}position\0\u{1}rate\0\u{1}current\0\u{1}next\0\u{3}next_due_unix_ms\0\u{3}taken_at_unix_ms\0\u{b}schedule\0\u{c}\u{9}\u{1}")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._phase) }()
-        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._programme) }()
-        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._position) }()
-        case 4: try { try decoder.decodeSingularDoubleField(value: &_storage._rate) }()
-        case 5: try { try decoder.decodeRepeatedMessageField(value: &_storage._current) }()
-        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._next) }()
-        case 7: try { try decoder.decodeSingularInt64Field(value: &_storage._nextDueUnixMs) }()
-        case 8: try { try decoder.decodeSingularInt64Field(value: &_storage._takenAtUnixMs) }()
-        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._schedule) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.phase) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._programme) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.position) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.rate) }()
+      case 5: try { try decoder.decodeRepeatedMessageField(value: &self.current) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._next) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.nextDueUnixMs) }()
+      case 8: try { try decoder.decodeSingularInt64Field(value: &self.takenAtUnixMs) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._phase != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._phase, fieldNumber: 1)
-      }
-      try { if let v = _storage._programme {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-      } }()
-      if _storage._position.bitPattern != 0 {
-        try visitor.visitSingularDoubleField(value: _storage._position, fieldNumber: 3)
-      }
-      if _storage._rate.bitPattern != 0 {
-        try visitor.visitSingularDoubleField(value: _storage._rate, fieldNumber: 4)
-      }
-      if !_storage._current.isEmpty {
-        try visitor.visitRepeatedMessageField(value: _storage._current, fieldNumber: 5)
-      }
-      try { if let v = _storage._next {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-      } }()
-      if _storage._nextDueUnixMs != 0 {
-        try visitor.visitSingularInt64Field(value: _storage._nextDueUnixMs, fieldNumber: 7)
-      }
-      if _storage._takenAtUnixMs != 0 {
-        try visitor.visitSingularInt64Field(value: _storage._takenAtUnixMs, fieldNumber: 8)
-      }
-      try { if let v = _storage._schedule {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.phase != .unspecified {
+      try visitor.visitSingularEnumField(value: self.phase, fieldNumber: 1)
+    }
+    try { if let v = self._programme {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if self.position.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.position, fieldNumber: 3)
+    }
+    if self.rate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rate, fieldNumber: 4)
+    }
+    if !self.current.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.current, fieldNumber: 5)
+    }
+    try { if let v = self._next {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
+    if self.nextDueUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.nextDueUnixMs, fieldNumber: 7)
+    }
+    if self.takenAtUnixMs != 0 {
+      try visitor.visitSingularInt64Field(value: self.takenAtUnixMs, fieldNumber: 8)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_CueState, rhs: Earshot_V1_CueState) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._phase != rhs_storage._phase {return false}
-        if _storage._programme != rhs_storage._programme {return false}
-        if _storage._position != rhs_storage._position {return false}
-        if _storage._rate != rhs_storage._rate {return false}
-        if _storage._current != rhs_storage._current {return false}
-        if _storage._next != rhs_storage._next {return false}
-        if _storage._nextDueUnixMs != rhs_storage._nextDueUnixMs {return false}
-        if _storage._takenAtUnixMs != rhs_storage._takenAtUnixMs {return false}
-        if _storage._schedule != rhs_storage._schedule {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.phase != rhs.phase {return false}
+    if lhs._programme != rhs._programme {return false}
+    if lhs.position != rhs.position {return false}
+    if lhs.rate != rhs.rate {return false}
+    if lhs.current != rhs.current {return false}
+    if lhs._next != rhs._next {return false}
+    if lhs.nextDueUnixMs != rhs.nextDueUnixMs {return false}
+    if lhs.takenAtUnixMs != rhs.takenAtUnixMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -32,65 +32,84 @@ public nonisolated struct Earshot_V1_GetSnapshotRequest: Sendable {
   public init() {}
 }
 
-public nonisolated struct Earshot_V1_SessionSnapshot: Sendable {
+public nonisolated struct Earshot_V1_SessionSnapshot: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var state: Earshot_V1_SessionState = .unspecified
+  public var state: Earshot_V1_SessionState {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
 
   /// Why capture delivers no audio, while it does not.
-  public var captureProblem: String = String()
+  public var captureProblem: String {
+    get {_storage._captureProblem}
+    set {_uniqueStorage()._captureProblem = newValue}
+  }
 
   /// Seconds of audio in the prerecording window, and heard since capture started.
-  public var windowSeconds: Double = 0
+  public var windowSeconds: Double {
+    get {_storage._windowSeconds}
+    set {_uniqueStorage()._windowSeconds = newValue}
+  }
 
-  public var heardSeconds: Double = 0
+  public var heardSeconds: Double {
+    get {_storage._heardSeconds}
+    set {_uniqueStorage()._heardSeconds = newValue}
+  }
 
   /// The item being followed, with its offset moved on to taken_at; absent when none.
   public var currentMatch: Earshot_V1_MatchedMediaItem {
-    get {_currentMatch ?? Earshot_V1_MatchedMediaItem()}
-    set {_currentMatch = newValue}
+    get {_storage._currentMatch ?? Earshot_V1_MatchedMediaItem()}
+    set {_uniqueStorage()._currentMatch = newValue}
   }
   /// Returns true if `currentMatch` has been explicitly set.
-  public var hasCurrentMatch: Bool {self._currentMatch != nil}
+  public var hasCurrentMatch: Bool {_storage._currentMatch != nil}
   /// Clears the value of `currentMatch`. Subsequent reads from it will return its default value.
-  public mutating func clearCurrentMatch() {self._currentMatch = nil}
+  public mutating func clearCurrentMatch() {_uniqueStorage()._currentMatch = nil}
 
   /// Changes on every daemon start: events of another epoch need a new snapshot.
-  public var epoch: UInt64 = 0
+  public var epoch: UInt64 {
+    get {_storage._epoch}
+    set {_uniqueStorage()._epoch = newValue}
+  }
 
   /// The last event seq of each topic when the snapshot was taken: drop events at or below it.
-  public var topicSeq: Dictionary<String,UInt64> = [:]
+  public var topicSeq: Dictionary<String,UInt64> {
+    get {_storage._topicSeq}
+    set {_uniqueStorage()._topicSeq = newValue}
+  }
 
-  public var takenAtUnixMs: Int64 = 0
+  public var takenAtUnixMs: Int64 {
+    get {_storage._takenAtUnixMs}
+    set {_uniqueStorage()._takenAtUnixMs = newValue}
+  }
 
   public var capture: Earshot_V1_CaptureStatistics {
-    get {_capture ?? Earshot_V1_CaptureStatistics()}
-    set {_capture = newValue}
+    get {_storage._capture ?? Earshot_V1_CaptureStatistics()}
+    set {_uniqueStorage()._capture = newValue}
   }
   /// Returns true if `capture` has been explicitly set.
-  public var hasCapture: Bool {self._capture != nil}
+  public var hasCapture: Bool {_storage._capture != nil}
   /// Clears the value of `capture`. Subsequent reads from it will return its default value.
-  public mutating func clearCapture() {self._capture = nil}
+  public mutating func clearCapture() {_uniqueStorage()._capture = nil}
 
   /// The cue monitor: the programme, its current cues and the next one.
   public var cues: Earshot_V1_CueState {
-    get {_cues ?? Earshot_V1_CueState()}
-    set {_cues = newValue}
+    get {_storage._cues ?? Earshot_V1_CueState()}
+    set {_uniqueStorage()._cues = newValue}
   }
   /// Returns true if `cues` has been explicitly set.
-  public var hasCues: Bool {self._cues != nil}
+  public var hasCues: Bool {_storage._cues != nil}
   /// Clears the value of `cues`. Subsequent reads from it will return its default value.
-  public mutating func clearCues() {self._cues = nil}
+  public mutating func clearCues() {_uniqueStorage()._cues = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _currentMatch: Earshot_V1_MatchedMediaItem? = nil
-  fileprivate var _capture: Earshot_V1_CaptureStatistics? = nil
-  fileprivate var _cues: Earshot_V1_CueState? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -120,76 +139,130 @@ nonisolated extension Earshot_V1_SessionSnapshot: SwiftProtobuf.Message, SwiftPr
   public static let protoMessageName: String = _protobuf_package + ".SessionSnapshot"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}state\0\u{3}capture_problem\0\u{3}window_seconds\0\u{3}heard_seconds\0\u{3}current_match\0\u{1}epoch\0\u{3}topic_seq\0\u{3}taken_at_unix_ms\0\u{1}capture\0\u{1}cues\0")
 
+  fileprivate class _StorageClass {
+    var _state: Earshot_V1_SessionState = .unspecified
+    var _captureProblem: String = String()
+    var _windowSeconds: Double = 0
+    var _heardSeconds: Double = 0
+    var _currentMatch: Earshot_V1_MatchedMediaItem? = nil
+    var _epoch: UInt64 = 0
+    var _topicSeq: Dictionary<String,UInt64> = [:]
+    var _takenAtUnixMs: Int64 = 0
+    var _capture: Earshot_V1_CaptureStatistics? = nil
+    var _cues: Earshot_V1_CueState? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _state = source._state
+      _captureProblem = source._captureProblem
+      _windowSeconds = source._windowSeconds
+      _heardSeconds = source._heardSeconds
+      _currentMatch = source._currentMatch
+      _epoch = source._epoch
+      _topicSeq = source._topicSeq
+      _takenAtUnixMs = source._takenAtUnixMs
+      _capture = source._capture
+      _cues = source._cues
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.state) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.captureProblem) }()
-      case 3: try { try decoder.decodeSingularDoubleField(value: &self.windowSeconds) }()
-      case 4: try { try decoder.decodeSingularDoubleField(value: &self.heardSeconds) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._currentMatch) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
-      case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.topicSeq) }()
-      case 8: try { try decoder.decodeSingularInt64Field(value: &self.takenAtUnixMs) }()
-      case 9: try { try decoder.decodeSingularMessageField(value: &self._capture) }()
-      case 10: try { try decoder.decodeSingularMessageField(value: &self._cues) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._state) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._captureProblem) }()
+        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._windowSeconds) }()
+        case 4: try { try decoder.decodeSingularDoubleField(value: &_storage._heardSeconds) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._currentMatch) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._epoch) }()
+        case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &_storage._topicSeq) }()
+        case 8: try { try decoder.decodeSingularInt64Field(value: &_storage._takenAtUnixMs) }()
+        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._capture) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._cues) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.state != .unspecified {
-      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 1)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._state != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._state, fieldNumber: 1)
+      }
+      if !_storage._captureProblem.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._captureProblem, fieldNumber: 2)
+      }
+      if _storage._windowSeconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._windowSeconds, fieldNumber: 3)
+      }
+      if _storage._heardSeconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._heardSeconds, fieldNumber: 4)
+      }
+      try { if let v = _storage._currentMatch {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      if _storage._epoch != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._epoch, fieldNumber: 6)
+      }
+      if !_storage._topicSeq.isEmpty {
+        try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: _storage._topicSeq, fieldNumber: 7)
+      }
+      if _storage._takenAtUnixMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._takenAtUnixMs, fieldNumber: 8)
+      }
+      try { if let v = _storage._capture {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+      } }()
+      try { if let v = _storage._cues {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
     }
-    if !self.captureProblem.isEmpty {
-      try visitor.visitSingularStringField(value: self.captureProblem, fieldNumber: 2)
-    }
-    if self.windowSeconds.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.windowSeconds, fieldNumber: 3)
-    }
-    if self.heardSeconds.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.heardSeconds, fieldNumber: 4)
-    }
-    try { if let v = self._currentMatch {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
-    if self.epoch != 0 {
-      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 6)
-    }
-    if !self.topicSeq.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: self.topicSeq, fieldNumber: 7)
-    }
-    if self.takenAtUnixMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.takenAtUnixMs, fieldNumber: 8)
-    }
-    try { if let v = self._capture {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
-    } }()
-    try { if let v = self._cues {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_SessionSnapshot, rhs: Earshot_V1_SessionSnapshot) -> Bool {
-    if lhs.state != rhs.state {return false}
-    if lhs.captureProblem != rhs.captureProblem {return false}
-    if lhs.windowSeconds != rhs.windowSeconds {return false}
-    if lhs.heardSeconds != rhs.heardSeconds {return false}
-    if lhs._currentMatch != rhs._currentMatch {return false}
-    if lhs.epoch != rhs.epoch {return false}
-    if lhs.topicSeq != rhs.topicSeq {return false}
-    if lhs.takenAtUnixMs != rhs.takenAtUnixMs {return false}
-    if lhs._capture != rhs._capture {return false}
-    if lhs._cues != rhs._cues {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._captureProblem != rhs_storage._captureProblem {return false}
+        if _storage._windowSeconds != rhs_storage._windowSeconds {return false}
+        if _storage._heardSeconds != rhs_storage._heardSeconds {return false}
+        if _storage._currentMatch != rhs_storage._currentMatch {return false}
+        if _storage._epoch != rhs_storage._epoch {return false}
+        if _storage._topicSeq != rhs_storage._topicSeq {return false}
+        if _storage._takenAtUnixMs != rhs_storage._takenAtUnixMs {return false}
+        if _storage._capture != rhs_storage._capture {return false}
+        if _storage._cues != rhs_storage._cues {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -61,7 +61,9 @@ def run(client: Client, duration: float, out=sys.stdout) -> int:
                 print(f"hide {event.cue.id}", file=out)
             elif kind == pb.CueEvent.KIND_SKIPPED:
                 owed = " — owed to the viewer: show it now" if event.owed else ""
-                print(f"skipped {event.cue.id}{owed}", file=out)
+                # Cues crossed together (a jump, a dense schedule) come as one event with a count.
+                together = f" and {event.coalesced - 1} more" if event.coalesced > 1 else ""
+                print(f"skipped {event.cue.id}{together}{owed}", file=out)
             elif kind == pb.CueEvent.KIND_SEEK:
                 print(f"seek {event.from_position:.1f} s → {event.position:.1f} s", file=out)
             elif kind == pb.CueEvent.KIND_PROGRAMME_LOST:

@@ -1123,7 +1123,7 @@ const ProtobufCEnumDescriptor earshot__v1__cue_event__kind__descriptor =
   earshot__v1__cue_event__kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[11] =
+static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[12] =
 {
   {
     "kind",
@@ -1257,8 +1257,21 @@ static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "coalesced",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Earshot__V1__CueEvent, coalesced),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned earshot__v1__cue_event__field_indices_by_name[] = {
+  11,   /* field[11] = coalesced */
   2,   /* field[2] = cue */
   8,   /* field[8] = due_unix_ms */
   7,   /* field[7] = from_position */
@@ -1274,7 +1287,7 @@ static const unsigned earshot__v1__cue_event__field_indices_by_name[] = {
 static const ProtobufCIntRange earshot__v1__cue_event__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor earshot__v1__cue_event__descriptor =
 {
@@ -1284,7 +1297,7 @@ const ProtobufCMessageDescriptor earshot__v1__cue_event__descriptor =
   "Earshot__V1__CueEvent",
   "earshot.v1",
   sizeof(Earshot__V1__CueEvent),
-  11,
+  12,
   earshot__v1__cue_event__field_descriptors,
   earshot__v1__cue_event__field_indices_by_name,
   1,  earshot__v1__cue_event__number_ranges,
@@ -1325,7 +1338,7 @@ const ProtobufCEnumDescriptor earshot__v1__cue_state__phase__descriptor =
   earshot__v1__cue_state__phase__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor earshot__v1__cue_state__field_descriptors[9] =
+static const ProtobufCFieldDescriptor earshot__v1__cue_state__field_descriptors[8] =
 {
   {
     "phase",
@@ -1423,18 +1436,6 @@ static const ProtobufCFieldDescriptor earshot__v1__cue_state__field_descriptors[
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
-  {
-    "schedule",
-    9,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    0,   /* quantifier_offset */
-    offsetof(Earshot__V1__CueState, schedule),
-    &earshot__v1__cue_schedule__descriptor,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
 };
 static const unsigned earshot__v1__cue_state__field_indices_by_name[] = {
   4,   /* field[4] = current */
@@ -1444,13 +1445,12 @@ static const unsigned earshot__v1__cue_state__field_indices_by_name[] = {
   2,   /* field[2] = position */
   1,   /* field[1] = programme */
   3,   /* field[3] = rate */
-  8,   /* field[8] = schedule */
   7,   /* field[7] = taken_at_unix_ms */
 };
 static const ProtobufCIntRange earshot__v1__cue_state__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor earshot__v1__cue_state__descriptor =
 {
@@ -1460,7 +1460,7 @@ const ProtobufCMessageDescriptor earshot__v1__cue_state__descriptor =
   "Earshot__V1__CueState",
   "earshot.v1",
   sizeof(Earshot__V1__CueState),
-  9,
+  8,
   earshot__v1__cue_state__field_descriptors,
   earshot__v1__cue_state__field_indices_by_name,
   1,  earshot__v1__cue_state__number_ranges,

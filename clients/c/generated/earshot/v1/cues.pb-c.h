@@ -328,10 +328,15 @@ struct  Earshot__V1__CueEvent
    */
   double rate;
   Earshot__V1__CueState *state;
+  /*
+   * How many cues this event stands for: > 1 when cues crossed in one step (a jump, a late start,
+   * a dense schedule) were reported together, `cue` the last of them (or the one owed); 0 or 1: `cue` alone.
+   */
+  uint32_t coalesced;
 };
 #define EARSHOT__V1__CUE_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&earshot__v1__cue_event__descriptor) \
-    , EARSHOT__V1__CUE_EVENT__KIND__KIND_UNSPECIFIED, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL }
+    , EARSHOT__V1__CUE_EVENT__KIND__KIND_UNSPECIFIED, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, 0 }
 
 
 struct  Earshot__V1__CueState
@@ -352,11 +357,10 @@ struct  Earshot__V1__CueState
    */
   int64_t next_due_unix_ms;
   int64_t taken_at_unix_ms;
-  Earshot__V1__CueSchedule *schedule;
 };
 #define EARSHOT__V1__CUE_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&earshot__v1__cue_state__descriptor) \
-    , EARSHOT__V1__CUE_STATE__PHASE__PHASE_UNSPECIFIED, NULL, 0, 0, 0,NULL, NULL, 0, 0, NULL }
+    , EARSHOT__V1__CUE_STATE__PHASE__PHASE_UNSPECIFIED, NULL, 0, 0, 0,NULL, NULL, 0, 0 }
 
 
 /*
