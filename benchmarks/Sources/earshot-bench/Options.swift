@@ -17,6 +17,8 @@ struct Options {
     var negatives: Int?
     var scaleHours: Double?
     var conditions: [String]?
+    /// `hostile`: only these attacks (nil: all).
+    var attacks: [String]?
     // _rtt (the Swift client's Match round trip against a running daemon; benchmarks/client-rtt.sh)
     var rttServer = ""
     var rttServerKey = ""
@@ -29,8 +31,6 @@ struct Options {
     var verbose = false
     /// `board`: the earshotd to run (default: the release build next to earshot-bench).
     var earshotd: String?
-    /// `hostile`: only this attack's rows after the idle one ("library").
-    var hostileAttack: String?
     // _probe (a child process that opens a catalog file and matches saved query signatures)
     var probeCatalog = ""
     var probeQueries = ""
@@ -85,6 +85,8 @@ struct Options {
                              benchmarks/cache/RESULTS-quick.md unless --results is given
           --scale-hours H    size of the scale catalog in hours (default 100)
           --conditions a,b   only these recognition conditions (keys as printed)
+          --attacks a,b      hostile: only these attacks (connections, streams, metadata,
+                             subscriptions, library, cues); the idle row always runs
           --corpus DIR       corpus cache (default benchmarks/cache; made by
                              scripts/fetch-benchmark-corpus.sh)
           --synthetic        use synthetic music instead of the corpus (no download needed)
@@ -96,8 +98,6 @@ struct Options {
           --keep-work        keep the temporary folder (catalog files, query signatures)
           --earshotd PATH    board: run this earshotd (e.g. a static build) instead of the
                              release build next to earshot-bench
-          --attack library   hostile: the idle row and the library rows only (one key's 80
-                             library watches on a 20 000-item backlog)
         """
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -126,6 +126,7 @@ struct Options {
             case "--quick": o.quick = true
             case "--scale-hours": o.scaleHours = try number(arg, Double.self)
             case "--conditions": o.conditions = try value(arg).split(separator: ",").map(String.init)
+            case "--attacks": o.attacks = try value(arg).split(separator: ",").map(String.init)
             case "--corpus": o.corpus = try value(arg)
             case "--synthetic": o.synthetic = true
             case "--no-decode-cache": o.decodeCache = false
@@ -138,9 +139,6 @@ struct Options {
             case "--query-file": o.probeQueries = try value(arg)
             case "--opens": o.probeOpens = try number(arg, Int.self)
             case "--earshotd": o.earshotd = try value(arg)
-            case "--attack":
-                o.hostileAttack = try value(arg)
-                guard o.hostileAttack == "library" else { throw BenchError("--attack: 'library' is the one attack run alone") }
             case "-h", "--help", "help":
                 print(usage)
                 exit(0)
