@@ -35,12 +35,6 @@ final class CueService: Sendable {
     /// (events, RPC) never waits for an fsync; `State.overrides` changes only under it.
     private let overridesFile: Locked<[String: [UInt8]]>
 
-    /// Timer wake-ups in one second after which the timer waits `pacedTick` between them: a real
-    /// programme's cues are never this close together; a dense schedule is then crossed in steps
-    /// whose cues are reported together (`CueCoalescing`).
-    static let rapidTicksPerSecond = 10
-    static let pacedTick = 0.1
-
     private struct State: Sendable {
         var monitor: CueMonitor
         var overrides: [CueStore.Override]
@@ -53,8 +47,6 @@ final class CueService: Sendable {
         /// The schedule built from each override (by `overrideKey`) for the catalog version it
         /// was built for (nil: it does not check), so observations do not build it again.
         var built: [String: (version: Int, schedule: CueSchedule?)] = [:]
-        /// The timer's wake-ups in the second that began at `start`, and the newest one.
-        var ticks = (start: -Double.infinity, count: 0, last: -Double.infinity)
     }
 
     private static func overrideKey(_ catalog: String, _ reference: Int) -> String { "\(catalog)\u{0}\(reference)" }
@@ -168,9 +160,6 @@ final class CueService: Sendable {
         state.withLock { s in
             s.timer = nil
             s.timerDeadline = nil
-            if now - s.ticks.start >= 1 { s.ticks = (now, 0, now) }
-            s.ticks.count += 1
-            s.ticks.last = now
             publish(s.monitor.advance(to: now), in: &s, now: now)
             rearm(&s)
         }
@@ -179,10 +168,7 @@ final class CueService: Sendable {
 
     /// A timer for the monitor's next deadline (kept when it is already set for it).
     private func rearm(_ s: inout State) {
-        var deadline = s.monitor.nextDeadline
-        if let d = deadline, s.ticks.count >= Self.rapidTicksPerSecond, d < s.ticks.start + 1 {
-            deadline = max(d, s.ticks.last + Self.pacedTick)
-        }
+        let deadline = s.monitor.nextDeadline
         guard deadline != s.timerDeadline || s.timer == nil else { return }
         s.timer?.cancel()
         s.timerDeadline = deadline

@@ -62,6 +62,17 @@ struct CueCoalescingTests {
         #expect(events.contains { $0.kind == .skipped && $0.count > CueCoalescing.most })
     }
 
+    @Test func aScheduleDenserThanAnyProgrammeIsCrossedInPacedSteps() {
+        var monitor = CueMonitor()
+        // 1,000 cues of 5 ms every 10 ms from 20 s, the monitor advanced at every deadline it asks for.
+        let cues = (0..<1_000).map { Cue(id: "d\($0)", start: 20 + 0.01 * Double($0), duration: 0.005) }
+        let observations = CueMonitorTests.Playback(from: 10, to: 32, position: 10).observations()
+        let events = CueMonitorTests.run(&monitor, observations, until: 32, schedules: [Self.show: CueMonitorTests.schedule(cues)])
+        #expect(Self.total(events, .skipped) + Self.total(events, .started) == 1_000)
+        // About 20 steps a second, a few events each: far fewer than 3 events a cue.
+        #expect(events.count < 600, "\(events.count) events for 1,000 cues")
+    }
+
     @Test func coalescingKeepsOrderAndLeavesOtherKindsAlone() {
         let p = Self.show
         func e(_ kind: CueEvent.Kind, _ id: String?, owed: Bool = false) -> CueEvent {

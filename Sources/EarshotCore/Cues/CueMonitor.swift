@@ -45,10 +45,15 @@ public struct CueMonitor: Sendable {
         public var sessionGap: Double
         /// Observations below this confidence are ignored (the session's threshold).
         public var minimumConfidence: Double
+        /// Steps that report crossed cues in one second of stream time after which crossings wait
+        /// `pacedStep` seconds between them: a real programme's cues are never this close; a
+        /// denser schedule is crossed in steps whose cues are reported together (`CueCoalescing`).
+        public var rapidSteps: Int
+        public var pacedStep: Double
 
         public init(lead: Double = 5, lostHorizon: Double = 10, holdAfter: Double = 2.5, lateLimit: Double = 3,
                     jumpTolerance: Double = 0.5, decisiveConfidence: Double = 0.9, preWindow: Double = 15,
-                    sessionGap: Double = 1800, minimumConfidence: Double = 0) {
+                    sessionGap: Double = 1800, minimumConfidence: Double = 0, rapidSteps: Int = 10, pacedStep: Double = 0.1) {
             self.lead = lead
             self.lostHorizon = lostHorizon
             self.holdAfter = holdAfter
@@ -58,6 +63,8 @@ public struct CueMonitor: Sendable {
             self.preWindow = preWindow
             self.sessionGap = sessionGap
             self.minimumConfidence = minimumConfidence
+            self.rapidSteps = rapidSteps
+            self.pacedStep = pacedStep
         }
     }
 
@@ -140,6 +147,15 @@ public struct CueMonitor: Sendable {
     private var candidate: Observation?
     /// Wall and stream time of the newest observation (to date ONCE records made by `advance`).
     private var lastWall = (stream: 0.0, wall: 0.0)
+    /// Steps that reported crossings in the second of stream time from `start`, and the newest.
+    private var crossings = (start: -Double.infinity, count: 0, last: -Double.infinity)
+
+    /// Crossings wait until this time (stream seconds), or nil: too many steps reported some lately.
+    private func pacedUntil(_ now: Double) -> Double? {
+        guard crossings.count >= configuration.rapidSteps, now - crossings.start < 1 else { return nil }
+        let until = crossings.last + configuration.pacedStep
+        return until > now ? until : nil
+    }
 
     public init(configuration: Configuration = .init(), once: CueOnceMemory = .init()) {
         self.configuration = configuration
@@ -201,22 +217,31 @@ public struct CueMonitor: Sendable {
         if now - lastConfirmed >= configuration.lostHorizon { return [lose(at: now)] }
         let limit = min(now, lastConfirmed + configuration.holdAfter)
         let target = min(track.position(at: limit), schedule.referenceDuration) + 1e-6
-        guard target > processed else { return [] }
+        guard target > processed, pacedUntil(now) == nil else { return [] }
         var events: [CueEvent] = []
         cross(from: processed, to: target, now: now, programme: programme, track: track, into: &events)
         processed = target
+        if !events.isEmpty {
+            if now - crossings.start >= 1 { crossings = (now, 0, now) }
+            crossings.count += 1
+            crossings.last = now
+        }
         return events
     }
 
     /// When `advance` has something to do next (stream seconds), or nil until an observation.
     public var nextDeadline: Double? {
         guard programme != nil, let track, !lost else { return nil }
-        var best = lastConfirmed + configuration.lostHorizon
+        let lostAt = lastConfirmed + configuration.lostHorizon
+        var best = lostAt
         let holdUntil = lastConfirmed + configuration.holdAfter
         for i in schedule.cues.indices {
             guard let position = nextPoint(i, rate: track.rate) else { continue }
             let t = track.time(at: position)
             if t <= holdUntil { best = min(best, t) }
+        }
+        if best < lostAt, crossings.count >= configuration.rapidSteps, best - crossings.start < 1 {
+            best = min(lostAt, max(best, crossings.last + configuration.pacedStep))
         }
         return best
     }
