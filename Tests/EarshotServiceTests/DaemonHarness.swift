@@ -62,9 +62,12 @@ final class DaemonHarness: @unchecked Sendable {
     /// to it although the tests run as root.
     ///
     /// `parent` is where the daemon's folder is made (the system's temporary folder by default).
-    init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false, under parent: URL? = nil) throws {
+    /// With `cpus` (a `taskset` list, e.g. "0"), the daemon runs on those CPUs only.
+    init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false, under parent: URL? = nil,
+         cpus: String? = nil) throws {
         self.fileLimit = fileLimit
         self.unprivileged = unprivileged
+        self.cpus = cpus
         directory = (parent ?? FileManager.default.temporaryDirectory).appendingPathComponent("earshotd-test-\(UUID().uuidString)")
         let catalogs = directory.appendingPathComponent("state/catalogs")
         try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
@@ -87,6 +90,7 @@ final class DaemonHarness: @unchecked Sendable {
     init(reusing folder: URL, clientKeys: [ClientRole: CurveKeyPair] = [:], settings: [String] = [],
          waitUntilListening: Bool = true, unprivileged: Bool = false) throws {
         fileLimit = nil
+        cpus = nil
         self.unprivileged = unprivileged
         directory = folder
         self.clientKeys = clientKeys
@@ -97,6 +101,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     private var ownsDirectory = true
     private let fileLimit: Int?
+    private let cpus: String?
     private let unprivileged: Bool
 
     /// The user an unprivileged daemon runs as (`setpriv --reuid`), and its group.
@@ -128,10 +133,12 @@ final class DaemonHarness: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         let daemon = try Self.executable()
-        // prlimit and setpriv (util-linux, on every Debian) set the limits or the user and exec:
+        // prlimit, taskset and setpriv (util-linux, on every Debian) set the limits, the CPUs or
+        // the user and exec:
         // the pid is the daemon's.
         var command = [daemon]
         if let fileLimit { command = ["/usr/bin/prlimit", "--nofile=\(fileLimit):\(fileLimit)"] + command }
+        if let cpus { command = ["/usr/bin/taskset", "-c", cpus] + command }
         if unprivileged, Self.runningAsRoot {
             command = ["/usr/bin/setpriv", "--reuid=\(Self.unprivilegedUser.name)", "--regid=\(Self.unprivilegedUser.group)",
                        "--clear-groups"] + command

@@ -461,6 +461,24 @@ final class RawDealer: @unchecked Sendable {
         return true
     }
 
+    /// Reads one whole reply if one comes within `timeoutMs`, and decodes its envelope (the last frame).
+    func receiveEnvelope(timeoutMs: Int) -> Earshot_V1_ResponseEnvelope? {
+        var item = zmq_pollitem_t(socket: socket, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
+        guard zmq_poll(&item, 1, timeoutMs) > 0 else { return nil }
+        var more: Int32 = 1
+        var size = MemoryLayout<Int32>.size
+        var last: [UInt8] = []
+        repeat {
+            var message = zmq_msg_t()
+            zmq_msg_init(&message)
+            let count = zmq_msg_recv(&message, socket, 0)
+            if count >= 0 { last = [UInt8](UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: Int(count))) }
+            zmq_msg_close(&message)
+            zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &size)
+        } while more != 0
+        return try? Earshot_V1_ResponseEnvelope(serializedBytes: last)
+    }
+
     func close() { zmq_close(socket) }
 
     static func envelope(_ id: UInt64, _ method: String, payload: [UInt8], timeoutMs: UInt32) throws -> [UInt8] {
