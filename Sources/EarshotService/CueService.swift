@@ -434,6 +434,8 @@ final class CueService: Sendable {
         server.register(Methods.Cues.clearCues, role: .operator) { [self] request, _ throws(RpcError) in
             let p = try resolve(request).programme
             let reply = try replaceOverride(for: p, with: nil, built: nil)
+            // A cleared set (up to the limits' few MB) goes back to the system, not just to malloc.
+            HeapMemory.giveBack()
             logger.notice("cues: \(p.catalogName) reference \(p.referenceIndex) back to the catalog's cues")
             return reply
         }

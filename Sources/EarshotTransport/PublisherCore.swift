@@ -1,4 +1,5 @@
 import EarshotSync
+import EarshotSystem
 import EarshotWire
 import FoundationEssentials
 
@@ -203,15 +204,9 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
         if memoryToGiveBack {
             // At most once a heartbeat, and only after an abusive subscriber left: a few ms.
             memoryToGiveBack = false
-            _ = Self.mallocTrim?(0)
+            HeapMemory.giveBack()
         }
     }
-
-    /// glibc's `malloc_trim` (not in Swift's Glibc module; absent from other C libraries).
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-    }()
 
     func detached() {
         isDetached = true
