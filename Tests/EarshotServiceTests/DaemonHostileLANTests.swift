@@ -6,7 +6,7 @@ import Testing
 
 @testable import EarshotTransport
 
-/// earshotd as shipped (CURVE on), attacked from the LAN the way issue 11 found it could be: a
+/// earshotd as shipped (CURVE on), attacked from the LAN the ways it can be: a
 /// flood of connections that never handshake, one key holding every place, envelopes built to
 /// be expensive, subscriptions by the ten thousand. Each time the daemon stays up and the
 /// well-behaved clients are served.

@@ -8,8 +8,8 @@ import Foundation
     import Glibc
 #endif
 
-/// The hostile-LAN benchmark (issue 11): `earshotd` as shipped (CURVE on) under each attack that
-/// once took it down or locked clients out, while an allow-listed operator calls `Match` back to
+/// The hostile-LAN benchmark: `earshotd` as shipped (CURVE on) under each attack a LAN
+/// peer can mount to take it down or lock clients out, while an allow-listed operator calls `Match` back to
 /// back. What the good client sees (latency, errors) is the measure; the daemon's descriptors and
 /// memory show what the attack cost it.
 struct HostileReport {
@@ -446,23 +446,16 @@ final class RawDealer: @unchecked Sendable {
     }
 
     /// Reads one whole reply if one comes within `timeoutMs`.
-    func receive(timeoutMs: Int) -> Bool {
-        var item = zmq_pollitem_t(socket: socket, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
-        guard zmq_poll(&item, 1, timeoutMs) > 0 else { return false }
-        var more: Int32 = 1
-        var size = MemoryLayout<Int32>.size
-        repeat {
-            var message = zmq_msg_t()
-            zmq_msg_init(&message)
-            _ = zmq_msg_recv(&message, socket, 0)
-            zmq_msg_close(&message)
-            zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &size)
-        } while more != 0
-        return true
-    }
+    /// Whether a whole reply came within `timeoutMs` (read and dropped).
+    func receive(timeoutMs: Int) -> Bool { receiveLastFrame(timeoutMs: timeoutMs) != nil }
 
     /// Reads one whole reply if one comes within `timeoutMs`, and decodes its envelope (the last frame).
     func receiveEnvelope(timeoutMs: Int) -> Earshot_V1_ResponseEnvelope? {
+        receiveLastFrame(timeoutMs: timeoutMs).flatMap { try? Earshot_V1_ResponseEnvelope(serializedBytes: $0) }
+    }
+
+    /// The last frame of one whole reply, if one comes within `timeoutMs`.
+    private func receiveLastFrame(timeoutMs: Int) -> [UInt8]? {
         var item = zmq_pollitem_t(socket: socket, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
         guard zmq_poll(&item, 1, timeoutMs) > 0 else { return nil }
         var more: Int32 = 1
@@ -476,7 +469,7 @@ final class RawDealer: @unchecked Sendable {
             zmq_msg_close(&message)
             zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &size)
         } while more != 0
-        return try? Earshot_V1_ResponseEnvelope(serializedBytes: last)
+        return last
     }
 
     func close() { zmq_close(socket) }
@@ -560,7 +553,7 @@ extension Report {
         var s = "## Daemon on a hostile LAN\n\n" + runLine(env) + "\n\n"
         s += "`earshotd` (release, CURVE on as shipped, started with \(r.fileLimit) file descriptors: systemd's default soft limit, "
             + "which it can no longer raise; \(r.connectionCap) connections allowed after its reserve) with a \(r.catalog) and a programme "
-            + "played in real time. An allow-listed operator calls `Match` back to back (10 ms apart) while each attack of issue 11 runs; "
+            + "played in real time. An allow-listed operator calls `Match` back to back (10 ms apart) while each attack runs; "
             + "attackers run in the benchmark process on the same 2 cores, so every row also carries their CPU cost.\n\n"
         s += "| attack | good client's `Match` | daemon CPU | what it cost the daemon |\n|---|---|---|---|\n"
         for row in r.rows {
