@@ -24,10 +24,13 @@ else
     cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests'
     swift test --filter "$cpu"
     swift test --filter 'EarshotLiveTests'
-    # The connection-flood tests measure how fast the daemon still answers under a flood: alone,
-    # not beside the daemon tests that start and kill -9 daemons in a loop.
+    # The flood tests measure how fast the daemon still answers under a flood, and their floods
+    # take both cores for minutes: each alone, not beside the daemon tests that start and kill -9
+    # daemons in a loop with 10-second deadlines.
+    alone='DaemonHostileLANTests|DaemonLibraryFairnessTests'
     swift test --filter 'DaemonHostileLANTests'
-    swift test --skip "$cpu|EarshotLiveTests|DaemonHostileLANTests"  # transport, service (the daemon) and any other
+    swift test --filter 'DaemonLibraryFairnessTests'
+    swift test --skip "$cpu|EarshotLiveTests|$alone"  # transport, service (the daemon) and any other
 fi
 
 bin="$(swift build --show-bin-path)"

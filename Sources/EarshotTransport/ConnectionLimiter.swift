@@ -187,11 +187,17 @@ public final class ConnectionLimiter: Sendable {
     /// Ends a connection libzmq owns without taking its descriptor away: libzmq sees the end of
     /// the stream and closes it. A listening socket is never shut down (were the number ever to
     /// have been reused for one, that would stop libzmq's accepting for good).
+    ///
+    /// What the peer sent that libzmq has yet to read is discarded too (MSG_TRUNC: dropped in
+    /// the kernel, not copied): after a shutdown the queued bytes stay readable, and a flood
+    /// queued there would still be decoded, and its subscriptions stored, before the end.
     static func shutDown(_ fd: Int32) {
         var listening: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening != 0 { return }
         _ = shutdown(fd, Int32(SHUT_RDWR))
+        let flags = Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT)
+        while recv(fd, nil, 1 << 20, flags) > 0 {}
     }
 
     /// The remote IP address of a connected socket, as text.

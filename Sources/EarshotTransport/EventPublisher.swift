@@ -29,15 +29,20 @@ public final class EventPublisher: Sendable {
             try socket.set(.xpubManual, true)
             try socket.set(.linger, 0)
             try socket.set(.sendHighWaterMark, sendHighWaterMark)
-            // Only subscriptions come in; a peer sending anything big is not a subscriber.
-            try socket.set(.maximumMessageSize, 4096)
+            // Only the handshake (a few hundred bytes) and subscriptions (a topic prefix of at
+            // most 21 bytes) come in. A longer message ends the connection in libzmq's decoder,
+            // before its trie stores the prefix, which costs it some 40 bytes per byte.
+            try socket.set(.maximumMessageSize, 512)
             // libzmq stores every subscription it reads (in its trie, even in manual mode) before
-            // the application sees it and can cut the connection off; what it reads in one go is
-            // bounded by this queue, so a subscriber sending thousands costs the daemon a few.
-            try socket.set(.receiveHighWaterMark, 32)
-            try socket.set(.heartbeatInterval, 2000)
-            try socket.set(.heartbeatTimeout, 6000)
-            try socket.set(.heartbeatTTL, 6000)
+            // the application sees it and can cut the connection off, and it reads on while its
+            // I/O thread keeps the queue from emptying: with room for one subscription (libzmq
+            // counts the connection's credential, which it never hands over, as the other) the
+            // queue empties between reads, and the daemon gets to cut a flooder off.
+            try socket.set(.receiveHighWaterMark, 2)
+            // And what the kernel holds for one connection while the daemon is busy (Linux
+            // doubles this: 32 KiB) is all a flood queues up there.
+            try socket.set(.receiveBuffer, 16_384)
+            try PeerLiveness.apply(to: socket, timeout: .seconds(6))
             // A connection that has not finished its handshake in 5 s is a scanner or broken:
             // don't let such connections pile up for libzmq's default 30 s.
             try socket.set(.handshakeInterval, 5000)

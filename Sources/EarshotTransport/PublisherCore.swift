@@ -21,7 +21,7 @@ final class PublisherCore: LoopAttachment, @unchecked Sendable {
     /// What one connection may ask for: libzmq keeps every subscription a connection sends
     /// (in manual mode too, to unsubscribe it when the connection ends), whether applied or not.
     static let maximumSubscriptionsPerConnection = 64
-    static let maximumSubscriptionBytesPerConnection = 4096
+    static let maximumSubscriptionBytesPerConnection = 1024
 
     let epoch: UInt64
     let heartbeatInterval: Duration

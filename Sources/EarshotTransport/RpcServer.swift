@@ -32,9 +32,7 @@ public final class RpcServer: Sendable {
         // few cancels and pings); beyond that libzmq stops reading its connection. The queue
         // is counted in messages, which may be 4 MiB each.
         try socket.set(.receiveHighWaterMark, Int32(clamping: min(Int(configuration.highWaterMark), 2 * configuration.maximumInFlightPerPeer + 16)))
-        try socket.set(.heartbeatInterval, configuration.heartbeatInterval.socketMilliseconds)
-        try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
-        try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
+        try PeerLiveness.apply(to: socket, timeout: configuration.peerTimeout)
         try socket.set(.handshakeInterval, configuration.handshakeTimeout.socketMilliseconds)
         // What a burst can get past a closed door before it closes (see ConnectionLimiter).
         try socket.set(.backlog, ConnectionLimiter.listenBacklog)

@@ -31,12 +31,11 @@ extension RpcServer {
         /// RESOURCE_EXHAUSTED; bounds what a handler outrunning the loop can pile up.
         public var maximumQueuedStreamItems = 1000
         /// Per-client queue of outgoing messages (`ZMQ_SNDHWM`); a stream that fills it ends with
-        /// RESOURCE_EXHAUSTED. Also `ZMQ_RCVHWM`.
+        /// RESOURCE_EXHAUSTED. Also bounds `ZMQ_RCVHWM`.
         public var highWaterMark: Int32 = 1000
-        /// ZMTP heartbeats: a connection silent for `heartbeatTimeout` after a ping is closed,
-        /// which cancels its calls the next time they send.
-        public var heartbeatInterval: Duration = .seconds(2)
-        public var heartbeatTimeout: Duration = .seconds(6)
+        /// A connection whose peer leaves data or keepalive probes unacknowledged this long is
+        /// closed, which cancels its calls (see `PeerLiveness`).
+        public var peerTimeout: Duration = .seconds(6)
         /// A connection must finish its handshake within this.
         public var handshakeTimeout: Duration = .seconds(5)
         /// CURVE with a ZAP allow-list; nil = plain TCP, where every caller counts as admin.

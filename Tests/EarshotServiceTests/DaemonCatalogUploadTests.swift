@@ -500,7 +500,9 @@ struct DaemonCatalogUploadTests {
             let c = try restarted.client()
             let catalogs = try await Self.list(c)
             #expect(catalogs.values.allSatisfy { $0.state == .active }, "round \(round): \(catalogs)")
-            let result = try await c.call(Methods.Recognizer.match, Earshot_V1_MatchRequest())
+            // A match waits for audio the restarted daemon has yet to hear (in a debug build, on
+            // cores other daemons share): it must answer, not within the default 10 s.
+            let result = try await c.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(30))
             #expect(result.outcome != .error || result.error.message.contains("no catalog"), "round \(round): \(result)")
             // An interrupted upload finishes.
             #expect(try await Self.push(c, "show", Self.programmeCatalog).catalog.state == .active)

@@ -25,6 +25,16 @@ extension ZMQSocketOption where Value == Int32 {
     static var heartbeatTimeout: Self { .init(ZMQ_HEARTBEAT_TIMEOUT, "ZMQ_HEARTBEAT_TIMEOUT") }
     /// Milliseconds the remote should wait for traffic before closing (rounded to deciseconds).
     static var heartbeatTTL: Self { .init(ZMQ_HEARTBEAT_TTL, "ZMQ_HEARTBEAT_TTL") }
+    /// Bytes of kernel receive buffer per connection (`SO_RCVBUF`; 0 = the system's).
+    static var receiveBuffer: Self { .init(ZMQ_RCVBUF, "ZMQ_RCVBUF") }
+    /// TCP keepalive on every connection: 1 on, 0 off, -1 the system's default.
+    static var tcpKeepalive: Self { .init(ZMQ_TCP_KEEPALIVE, "ZMQ_TCP_KEEPALIVE") }
+    /// Seconds idle before the first keepalive probe, and between probes.
+    static var tcpKeepaliveIdle: Self { .init(ZMQ_TCP_KEEPALIVE_IDLE, "ZMQ_TCP_KEEPALIVE_IDLE") }
+    static var tcpKeepaliveInterval: Self { .init(ZMQ_TCP_KEEPALIVE_INTVL, "ZMQ_TCP_KEEPALIVE_INTVL") }
+    /// Milliseconds sent data (or a keepalive probe) may stay unacknowledged before the kernel
+    /// drops the connection (`TCP_USER_TIMEOUT` on Linux).
+    static var tcpMaximumRetransmit: Self { .init(ZMQ_TCP_MAXRT, "ZMQ_TCP_MAXRT") }
     /// Milliseconds a new connection has to finish its handshake, security included.
     static var handshakeInterval: Self { .init(ZMQ_HANDSHAKE_IVL, "ZMQ_HANDSHAKE_IVL") }
     /// Connections the kernel completes before libzmq accepts them (the listen backlog).
