@@ -207,8 +207,8 @@ struct DaemonHostileLANTests {
 
     /// The daemon stopped for 2 s while the flood queues up, then let go: its libzmq I/O thread
     /// and its loop read the flood at once on two cores, as on a multi-core board under a fast
-    /// flooder. (This also left connections failed with full queues while the heartbeat timers
-    /// of the daemon's libzmq ran: an abort, now and then.)
+    /// flooder. (With heartbeat timers on the daemon's sockets, libzmq also aborts now and then
+    /// here: see PeerLiveness.)
     @Test func subscriptionFloodsQueuedWhileTheDaemonStallsStayBounded() async throws {
         try await subscriptionFlood(busyProcesses: 0, stopped: true)
     }
