@@ -262,10 +262,9 @@ final class CueService: Sendable {
                 pieces[Self.overrideKey(o.catalog, o.reference)] = nil
             }
             do throws(SystemError) { try save(kept, pieces: &pieces) } catch { logger.error("cannot save cue overrides: \(error.message)") }
-            state.withLock { s in
-                s.overrides = kept
-                s.built = s.built.filter { entry in kept.contains { Self.overrideKey($0.catalog, $0.reference) == entry.key } }
-            }
+            // Built schedules are dropped by the callers: at start there are none, and a catalog
+            // change rebuilds them all.
+            state.withLock { $0.overrides = kept }
         }
     }
 
@@ -278,7 +277,7 @@ final class CueService: Sendable {
     /// being followed.
     private func resolve(_ r: Earshot_V1_CueScheduleRequest) throws(RpcError) -> Reference {
         if !r.catalog.isEmpty { _ = try CatalogsService.checked(r.catalog) }
-        if let problem = NameRule.problem(r.mediaItemID, as: "media_item_id") { throw RpcError(.invalidArgument, problem) }
+        try NameRule.check(r.mediaItemID, as: "media_item_id")
         let slots = registry.all.filter { $0.loaded != nil && (r.catalog.isEmpty || $0.name == r.catalog) }
         if !r.catalog.isEmpty, slots.isEmpty {
             throw RpcError(.notFound, "no catalog named \"\(r.catalog)\" is loaded")

@@ -16,17 +16,19 @@ public struct EscapingLogHandler: LogHandler {
 
     public var metadata: Logger.Metadata {
         get { inner.metadata }
-        set { inner.metadata = newValue }
+        set { inner.metadata = newValue.mapValues(Self.escaped) }
     }
 
+    /// What a provider gives is merged by the inner handler after `log` has escaped the call's
+    /// metadata, so it is escaped where it is made.
     public var metadataProvider: Logger.MetadataProvider? {
         get { inner.metadataProvider }
-        set { inner.metadataProvider = newValue }
+        set { inner.metadataProvider = newValue.map { provider in Logger.MetadataProvider { provider.get().mapValues(Self.escaped) } } }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
+        set { inner[metadataKey: key] = newValue.map(Self.escaped) }
     }
 
     public func log(event: LogEvent) {

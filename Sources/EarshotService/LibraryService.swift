@@ -98,7 +98,7 @@ final class LibraryService: Sendable {
         }
         server.register(Methods.Library.deleteOwner, role: .admin) { [self] request, call throws(RpcError) in
             guard !request.owner.isEmpty else { throw RpcError(.invalidArgument, "owner: which owner's items to delete") }
-            try Self.checkName(request.owner, as: "owner")
+            try NameRule.check(request.owner, as: "owner")
             let commit = try await change { db throws(LibraryError) in try db.deleteOwner(request.owner, nowMs: Self.nowMs()) }
             logger.notice("library: \(Self.owner(of: call)) deleted the \(commit.changedCount) items of \(request.owner)")
             return reply(commit)
@@ -151,7 +151,7 @@ final class LibraryService: Sendable {
     static func entry(_ n: Earshot_V1_NewLibraryItem, now: Int64) throws(RpcError) -> LibraryEntry {
         let item = n.item
         guard n.hasItem, !item.catalog.isEmpty else { throw RpcError(.invalidArgument, "a matched item with its catalog is needed") }
-        try checkName(item.catalog, as: "catalog")
+        try NameRule.check(item.catalog, as: "catalog")
         for (name, value) in [("confidence", item.confidence), ("match_offset", item.matchOffset),
                               ("predicted_current_match_offset", item.predictedCurrentMatchOffset),
                               ("frequency_skew", item.frequencySkew), ("time_skew", item.timeSkew)] where !value.isFinite {
@@ -177,9 +177,9 @@ final class LibraryService: Sendable {
 
     private func items(_ request: Earshot_V1_LibraryItemsRequest, call: RpcCall) async throws(RpcError) -> Earshot_V1_LibraryItemsResponse {
         let caller = Self.owner(of: call)
-        try Self.checkName(request.owner, as: "owner")
-        try Self.checkName(request.catalog, as: "catalog")
-        try Self.checkName(request.propertyKey, as: "property_key")
+        try NameRule.check(request.owner, as: "owner")
+        try NameRule.check(request.catalog, as: "catalog")
+        try NameRule.check(request.propertyKey, as: "property_key")
         if !request.owner.isEmpty, request.owner != caller, call.role != .admin {
             throw RpcError(.permissionDenied, "only an admin may read another owner's library")
         }
@@ -411,11 +411,6 @@ final class LibraryService: Sendable {
         }
         if code == .dataLoss || code == .internal { logger.error("library: \(error.message)") }
         return RpcError(code, error.message)
-    }
-
-    /// Names go to SQLite as they are, byte for byte; control characters are refused at the door.
-    static func checkName(_ name: String, as what: String) throws(RpcError) {
-        if let problem = NameRule.problem(name, as: what) { throw RpcError(.invalidArgument, problem) }
     }
 
     static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }

@@ -94,16 +94,17 @@ public enum CatalogCheck {
             if shouldStop() { throw Refusal(kind: .stopped, message: "verification stopped (asked to stop)") }
             throw Refusal(kind: .invalid, message: error.message)
         }
-        // One pass gives both digests: the signed body's and the whole file's.
+        // One pass gives both digests: the signed body's and the whole file's (only the body is
+        // read when the whole file's digest is known already).
         var bodyDigest: [UInt8]?
         let digest: [UInt8]
         if let whole, catalog.signature == nil {
             digest = whole
         } else {
-            guard let d = digests(file, bodyLength: catalog.signedByteCount, shouldStop: shouldStop) else {
+            guard let d = digests(file, bodyLength: catalog.signedByteCount, wholeKnown: whole != nil, shouldStop: shouldStop) else {
                 throw Refusal(kind: .stopped, message: "verification stopped (asked to stop)")
             }
-            digest = d.whole
+            digest = whole ?? d.whole
             bodyDigest = d.body
         }
         var signer: Signer?
@@ -128,16 +129,19 @@ public enum CatalogCheck {
     }
 
     /// SHA-256 of the file's first `bodyLength` bytes and of all of it, read a megabyte at a
-    /// time through the mapping and given back as it goes (nil if `shouldStop` said so).
-    static func digests(_ file: MappedFile, bodyLength: Int, shouldStop: () -> Bool) -> (body: [UInt8], whole: [UInt8])? {
+    /// time through the mapping and given back as it goes (nil if `shouldStop` said so). With
+    /// `wholeKnown`, reading stops after the body (`whole` is then the body's digest).
+    static func digests(_ file: MappedFile, bodyLength: Int, wholeKnown: Bool = false,
+                        shouldStop: () -> Bool) -> (body: [UInt8], whole: [UInt8])? {
         let bytes = file.bytes
+        let length = wholeKnown ? min(bodyLength, bytes.count) : bytes.count
         let chunk = 1 << 20
         var hash = SHA256()
         var body: [UInt8]?
         var start = 0
-        while start < bytes.count {
+        while start < length {
             if shouldStop() { return nil }
-            let end = min(bytes.count, start + chunk, start < bodyLength ? bodyLength : bytes.count)
+            let end = min(length, start + chunk, start < bodyLength ? bodyLength : length)
             file.willRead(start..<end)
             hash.update(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
             file.doneReading(start..<end)

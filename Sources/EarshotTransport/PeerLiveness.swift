@@ -10,11 +10,11 @@
 /// their last traffic, by libzmq's TTL timer, which only closes.
 enum PeerLiveness {
     static func apply(to socket: ZMQSocket, timeout: Duration) throws(TransportError) {
-        let seconds = Int32(clamping: max(1, timeout.components.seconds))
+        let seconds = max(1, timeout.components.seconds)
         try socket.set(.heartbeatInterval, 0)
         try socket.set(.tcpKeepalive, 1)
-        try socket.set(.tcpKeepaliveIdle, max(1, seconds / 3))
-        try socket.set(.tcpKeepaliveInterval, max(1, seconds / 6))
-        try socket.set(.tcpMaximumRetransmit, Int32(clamping: seconds * 1000))
+        try socket.set(.tcpKeepaliveIdle, Int32(clamping: max(1, seconds / 3)))
+        try socket.set(.tcpKeepaliveInterval, Int32(clamping: max(1, seconds / 6)))
+        try socket.set(.tcpMaximumRetransmit, Int32(clamping: min(seconds, Int64(Int32.max) / 1000) * 1000))
     }
 }

@@ -22,6 +22,31 @@ import Testing
     }
 
     /// Waits until the programme is heard before 17 s of piece 1 (the loop comes round every 40 s).
+    /// A daemon playing the programme, with an operator and a viewer client.
+    final class Rig {
+        let daemon: DaemonHarness
+        let operatorClient: RpcClient
+        let viewer: RpcClient
+        /// The programme's reference, piece1.
+        static var reference: Earshot_V1_CueScheduleRequest {
+            var r = Earshot_V1_CueScheduleRequest()
+            r.mediaItemID = "piece1"
+            return r
+        }
+
+        init() throws {
+            daemon = try DaemonHarness()
+            operatorClient = try daemon.client(.operator)
+            viewer = try daemon.client(.viewer)
+        }
+
+        func close() {
+            operatorClient.close()
+            viewer.close()
+            daemon.stop()
+        }
+    }
+
     static func waitUntilEarlyInAPass(_ client: RpcClient) async throws {
         _ = try await eventually("the programme is heard before 17 s", timeout: .seconds(60), every: .milliseconds(300), {
             let heard = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(30))
@@ -31,16 +56,9 @@ import Testing
     }
 
     @Test func cuesFireInSyncThroughTheRealDaemon() async throws {
-        let daemon = try DaemonHarness()
-        defer { daemon.stop() }
-        let operatorClient = try daemon.client(.operator)
-        let viewer = try daemon.client(.viewer)
-        defer {
-            operatorClient.close()
-            viewer.close()
-        }
-        var reference = Earshot_V1_CueScheduleRequest()
-        reference.mediaItemID = "piece1"
+        let rig = try Rig()
+        defer { rig.close() }
+        let (daemon, operatorClient, viewer, reference) = (rig.daemon, rig.operatorClient, rig.viewer, Rig.reference)
 
         // A viewer is not the controller; a cue outside the 60 s reference is refused whole.
         var set = Earshot_V1_SetCuesRequest()
@@ -157,8 +175,7 @@ import Testing
         defer { daemon.stop() }
         let operatorClient = try daemon.client(.operator)
         defer { operatorClient.close() }
-        var reference = Earshot_V1_CueScheduleRequest()
-        reference.mediaItemID = "piece1"
+        let reference = Rig.reference
         var set = Earshot_V1_SetCuesRequest()
         set.reference = reference
         set.cues = [Self.cue("a", 20), Self.cue("b", 30, duration: 2)]
@@ -211,16 +228,9 @@ import Testing
     /// The largest set allowed, dense, on the programme being played: what the daemon publishes,
     /// logs and answers stays small.
     @Test func aMaxSizeSetOnTheProgrammePlayingStaysBounded() async throws {
-        let daemon = try DaemonHarness()
-        defer { daemon.stop() }
-        let operatorClient = try daemon.client(.operator)
-        let viewer = try daemon.client(.viewer)
-        defer {
-            operatorClient.close()
-            viewer.close()
-        }
-        var reference = Earshot_V1_CueScheduleRequest()
-        reference.mediaItemID = "piece1"
+        let rig = try Rig()
+        defer { rig.close() }
+        let (daemon, operatorClient, viewer, reference) = (rig.daemon, rig.operatorClient, rig.viewer, Rig.reference)
         let events = Locked<[Earshot_V1_CueEvent]>([])
         let stream = viewer.stream(Methods.Cues.streamCues, Earshot_V1_StreamCuesRequest(), timeout: .seconds(600))
         let reader = Task {

@@ -142,3 +142,11 @@ public struct CueAttribute: Sendable, Equatable, Hashable, Codable {
         self.value = value
     }
 }
+
+extension Cue {
+    /// The id as an error message quotes it: escaped, and its first 64 characters at most.
+    var shownID: String {
+        if id.isEmpty { return "(no id)" }
+        return (id.count > 64 ? String(id.prefix(64)) + "…" : id).escapingControlCharacters
+    }
+}

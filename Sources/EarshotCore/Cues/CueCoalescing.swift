@@ -36,7 +36,6 @@ public enum CueCoalescing {
             }
         }
         if crossed.reduce(0, { $0 + $1.event.count }) > most {
-            crossed.sort { $0.at < $1.at }
             for c in crossed { for i in c.used { slots[i] = nil } }
             slots[crossed.last!.at] = merged(crossed.map(\.event))
         }

@@ -39,7 +39,7 @@ public enum CueLimits {
         for cue in cues {
             let bytes = attributeBytes(of: cue)
             guard bytes <= attributeBytesPerCue else {
-                throw .catalogInvalid("cue \(cue.id.utf8.count > 64 ? String(cue.id.prefix(64)) + "…" : cue.id): \(bytes) bytes of attributes; "
+                throw .catalogInvalid("cue \(cue.shownID): \(bytes) bytes of attributes; "
                     + "at most \(attributeBytesPerCue) per cue are allowed")
             }
             total += bytes

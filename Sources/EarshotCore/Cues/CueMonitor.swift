@@ -240,9 +240,7 @@ public struct CueMonitor: Sendable {
             let t = track.time(at: position)
             if t <= holdUntil { best = min(best, t) }
         }
-        if best < lostAt, crossings.count >= configuration.rapidSteps, best - crossings.start < 1 {
-            best = min(lostAt, max(best, crossings.last + configuration.pacedStep))
-        }
+        if best < lostAt, let until = pacedUntil(best) { best = min(lostAt, until) }
         return best
     }
 

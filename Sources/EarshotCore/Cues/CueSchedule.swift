@@ -38,7 +38,7 @@ public struct CueSchedule: Sendable, Equatable {
     }
 
     private static func check(_ cue: Cue, referenceDuration: Double) throws(EarshotError) {
-        func fail(_ why: String) -> EarshotError { .catalogInvalid("cue \(cue.id.isEmpty ? "(no id)" : cue.id.escapingControlCharacters): \(why)") }
+        func fail(_ why: String) -> EarshotError { .catalogInvalid("cue \(cue.shownID): \(why)") }
         guard !cue.id.isEmpty else { throw fail("the id is empty") }
         for (text, what) in [(cue.id, "the id"), (cue.cueClass, "CLASS")] + cue.attributes.keys.map({ ($0, "an attribute name") }) {
             if let problem = NameRule.problem(text, as: what) { throw fail(problem) }

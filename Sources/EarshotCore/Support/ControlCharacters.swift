@@ -7,15 +7,11 @@ extension Unicode.Scalar {
 }
 
 extension StringProtocol {
-    public var containsControlCharacters: Bool {
-        // Every control character's first UTF-8 byte is below 0x20, 0x7F or 0xC2 (C1): a byte
-        // scan finds the common case, no control character, without decoding.
-        utf8.contains { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 } && unicodeScalars.contains(where: \.isControlCharacter)
-    }
-
     /// The text with each control character written as `\n`, `\t`, `\r` or `\u{…}` and each
     /// backslash doubled, so an escape in the output always stands for what was sent.
     public var escapingControlCharacters: String {
+        // Every control character's first UTF-8 byte is below 0x20, 0x7F or 0xC2 (C1): a byte
+        // scan finds the common case, nothing to escape, without decoding.
         guard utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0x5C }) else { return String(self) }
         var out = ""
         out.reserveCapacity(utf8.count + 8)

@@ -281,7 +281,8 @@ public final class LibraryDatabase: @unchecked Sendable {
             var found: [LibraryItem] = []
             var bytes = 0
             var looked = 0
-            for id in ids where bytes < maximumBytes {
+            for id in ids {
+                guard bytes < maximumBytes else { break }
                 let s = try db.statement("""
                     SELECT \(Self.itemColumns) FROM items i WHERE i.id = ? AND i.owner = ?
                     """, [.text(id), .text(name)])

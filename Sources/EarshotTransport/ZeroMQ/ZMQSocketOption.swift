@@ -29,8 +29,9 @@ extension ZMQSocketOption where Value == Int32 {
     static var receiveBuffer: Self { .init(ZMQ_RCVBUF, "ZMQ_RCVBUF") }
     /// TCP keepalive on every connection: 1 on, 0 off, -1 the system's default.
     static var tcpKeepalive: Self { .init(ZMQ_TCP_KEEPALIVE, "ZMQ_TCP_KEEPALIVE") }
-    /// Seconds idle before the first keepalive probe, and between probes.
+    /// Seconds idle before the first keepalive probe.
     static var tcpKeepaliveIdle: Self { .init(ZMQ_TCP_KEEPALIVE_IDLE, "ZMQ_TCP_KEEPALIVE_IDLE") }
+    /// Seconds between keepalive probes.
     static var tcpKeepaliveInterval: Self { .init(ZMQ_TCP_KEEPALIVE_INTVL, "ZMQ_TCP_KEEPALIVE_INTVL") }
     /// Milliseconds sent data (or a keepalive probe) may stay unacknowledged before the kernel
     /// drops the connection (`TCP_USER_TIMEOUT` on Linux).
