@@ -53,6 +53,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var libraryChangeLogLength = 1000
     /// Read-only connections that serve library reads, taken in turn by the calling keys.
     public var libraryReadConnections = 2
+    /// What one owner's WatchLibrary streams may read together, in bytes a second.
+    public var libraryCatchUpBytesPerSecond = 2 << 20
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
@@ -119,6 +121,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         "cues.enabled", "cues.lead_ms", "cues.lost_horizon_ms", "cues.hold_ms", "cues.minimum_confidence", "cues.session_gap_s",
         "library.enabled", "library.path", "library.max_items_per_owner", "library.max_bytes_per_owner", "library.max_database_mb",
         "library.reserve_bytes", "library.change_log_length", "library.read_connections",
+        "library.catch_up_bytes_per_second",
         "rpc.listen", "rpc.max_message_bytes", "rpc.max_in_flight_per_peer", "rpc.max_in_flight_per_client", "rpc.max_in_flight",
         "rpc.default_timeout_ms", "rpc.max_connections", "rpc.max_connections_per_address",
         "events.listen", "events.heartbeat_ms", "events.send_high_water_mark", "events.load_test_rate",
@@ -166,6 +169,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case "library.reserve_bytes": libraryReserveBytes = try integer(key, value, 0...(1 << 50))
         case "library.change_log_length": libraryChangeLogLength = try integer(key, value, 1...1_000_000)
         case "library.read_connections": libraryReadConnections = try integer(key, value, 1...16)
+        case "library.catch_up_bytes_per_second": libraryCatchUpBytesPerSecond = try integer(key, value, 65536...(1 << 40))
         case "rpc.listen": rpcListen = try strings(key, value)
         case "rpc.max_message_bytes": maximumMessageBytes = try integer(key, value, 1024...(256 << 20))
         case "rpc.max_in_flight_per_peer": maximumInFlightPerPeer = try integer(key, value, 1...10_000)
@@ -294,6 +298,7 @@ extension DaemonConfiguration {
             reserve_bytes = \(libraryReserveBytes)
             change_log_length = \(libraryChangeLogLength)
             read_connections = \(libraryReadConnections)
+            catch_up_bytes_per_second = \(libraryCatchUpBytesPerSecond)
 
             [rpc]
             listen = \(list(rpcListen))

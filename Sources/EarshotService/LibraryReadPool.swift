@@ -6,7 +6,8 @@ import EarshotSync
 /// them read at once, and while a write commits), each used on its own serial queue, never on
 /// an RPC or transport thread. Reads wait in a `FairQueue` by lane (the calling key), so one
 /// key's many watches take one turn in the rotation, and another key's read waits at most for
-/// the reads already running plus one read per other busy key. Callers keep each read short.
+/// the reads already running plus one read per other busy key. Each read is one snapshot of the
+/// database. Callers keep each read short.
 final class LibraryReadPool: Sendable {
     private typealias Job = @Sendable (LibraryDatabase) -> Void
 
@@ -35,7 +36,7 @@ final class LibraryReadPool: Sendable {
     func read<T: Sendable>(lane: String, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(LibraryError) -> T {
         let result: Result<T, LibraryError> = await withCheckedContinuation { continuation in
             let job: Job = { db in
-                do throws(LibraryError) { continuation.resume(returning: .success(try body(db))) } catch {
+                do throws(LibraryError) { continuation.resume(returning: .success(try db.snapshot { () throws(LibraryError) in try body(db) })) } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }

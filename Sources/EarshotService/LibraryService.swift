@@ -34,6 +34,8 @@ final class LibraryService: Sendable {
     private let watchers = Locked<[String: [Int: AsyncStream<Void>.Continuation]]>([:])
     private let stopping = Atomic<Bool>(false)
     private let nextWatcherID = Atomic<Int>(0)
+    /// Each owner's watches together read at most `library.catch_up_bytes_per_second`.
+    private let pacing: Locked<PacingLedger<String>>
     /// Backups kept in `backupFolder`; older ones are removed after a new one is written.
     static let backupsKept = 5
 
@@ -45,6 +47,7 @@ final class LibraryService: Sendable {
         reserveBytes = c.libraryReserveBytes
         backupFolder = Path.join(c.stateDirectory, "library-backups")
         self.allowedNames = allowedNames
+        pacing = Locked(PacingLedger(unitsPerSecond: c.libraryCatchUpBytesPerSecond, burst: Self.catchUpBurst))
         for name in (try? Directory.names(in: backupFolder)) ?? [] where name.hasSuffix(".partial") {
             try? Directory.remove(Path.join(backupFolder, name))
         }
@@ -233,6 +236,17 @@ final class LibraryService: Sendable {
     /// …and a change's items read this many at a time, or until their bodies reach this size.
     static let catchUpItems = 64
     static let catchUpBytes = 256 << 10
+    /// What a read costs an owner's pace, in bytes: each item its body and this much for the
+    /// row's lookup and its message; each change this much and its ids.
+    static let costPerItem = 256
+    static let costPerChange = 64
+    static let costPerID = 40
+    /// What an item is booked at before its piece is read (a typical item's cost; the read
+    /// settles the difference).
+    static let bookingPerItem = 1024
+    /// An owner whose watches read nothing for this long may read this long's pace at once: a
+    /// few thousand items catch up without waiting.
+    static let catchUpBurst = Duration.seconds(2)
 
     private func watch(from version: UInt64, owner: String, call: RpcCall,
                        writer: RpcStreamWriter<Earshot_V1_LibraryChange>) async throws(RpcError) {
@@ -245,12 +259,16 @@ final class LibraryService: Sendable {
         var iterator = wakes.makeAsyncIterator()
         var at = version
         var caughtUp = false
-        while !Task.isCancelled {
+        following: while !Task.isCancelled {
             let start = at
-            let (changes, state) = try await read(lane: owner) { db throws(LibraryError) -> ([LibraryChange]?, LibraryOwner) in
+            let booking = Self.catchUpChanges * Self.costPerChange + Self.catchUpIDs * Self.costPerID
+            let read = try await pacedRead(owner: owner, booking: booking) { db throws(LibraryError) in
                 let now = try db.owner(named: owner)
-                return (try db.changes(owner: owner, after: start, limit: Self.catchUpChanges, maximumIDs: Self.catchUpIDs), now)
+                let changes = try db.changes(owner: owner, after: start, limit: Self.catchUpChanges, maximumIDs: Self.catchUpIDs)
+                let cost = (changes ?? []).reduce(Self.costPerChange) { $0 + Self.costPerChange + $1.itemIDs.count * Self.costPerID }
+                return ((changes, now), cost)
             }
+            guard let (changes, state) = read else { break following }
             guard let changes else {
                 var resync = Earshot_V1_LibraryChange()
                 resync.kind = .resync
@@ -266,7 +284,10 @@ final class LibraryService: Sendable {
                 m.kind = Self.kind(change.kind)
                 m.version = change.version
                 m.itemIds = change.itemIDs
-                if change.kind == .added { m.items = try await addedItems(change.itemIDs, owner: owner) }
+                if change.kind == .added {
+                    guard let items = try await addedItems(change.itemIDs, owner: owner) else { break following }
+                    m.items = items
+                }
                 m.atUnixMs = change.atMs
                 m.itemCount = UInt32(clamping: state.itemCount)
                 try writer.send(m)
@@ -290,16 +311,18 @@ final class LibraryService: Sendable {
 
     /// The items of an added change still in `owner`'s library, as messages, read a bounded
     /// piece at a time (a change may add up to 1000 items); an item removed meanwhile is left
-    /// out, as its removal follows in the log.
-    private func addedItems(_ ids: [String], owner: String) async throws(RpcError) -> [Earshot_V1_LibraryItem] {
+    /// out, as its removal follows in the log. Nil when the call ended or the daemon stops first.
+    private func addedItems(_ ids: [String], owner: String) async throws(RpcError) -> [Earshot_V1_LibraryItem]? {
         var items: [Earshot_V1_LibraryItem] = []
         var next = 0
         while next < ids.count {
             let piece = ids[next..<min(ids.count, next + Self.catchUpItems)]
-            let (found, looked) = try await read(lane: owner) { db throws(LibraryError) in
+            let read = try await pacedRead(owner: owner, booking: Self.catchUpItems * Self.bookingPerItem) { db throws(LibraryError) in
                 let (found, looked) = try db.items(owner: owner, ids: piece, maximumBytes: Self.catchUpBytes)
-                return (found.map(Self.message), looked)
+                let cost = found.reduce(looked * Self.costPerItem) { $0 + $1.entry.body.count }
+                return ((found.map(Self.message), looked), cost)
             }
+            guard let (found, looked) = read else { return nil }
             items += found
             next += looked
         }
@@ -398,6 +421,25 @@ final class LibraryService: Sendable {
     /// errors to status codes.
     private func read<T: Sendable>(lane: String, _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> T) async throws(RpcError) -> T {
         do throws(LibraryError) { return try await store.read(lane: lane, body) } catch { throw rpcError(error) }
+    }
+
+    /// A catch-up read of `owner`'s, in its turn and within its pace: it books `booking` bytes,
+    /// waits until the owner's earlier reads are paid for, and settles with the cost `body`
+    /// reports. Nil, with the booking given back, when the call ends or the daemon stops first.
+    private func pacedRead<T: Sendable>(owner: String, booking: Int,
+                                        _ body: @escaping @Sendable (LibraryDatabase) throws(LibraryError) -> (T, cost: Int)) async throws(RpcError) -> T? {
+        let wait = pacing.withLock { $0.book(booking, for: owner, now: .now) }
+        let until = ContinuousClock.now + wait
+        while ContinuousClock.now < until, !Task.isCancelled, !stopping.load(ordering: .acquiring) {
+            try? await Task.sleep(for: min(ContinuousClock.now.duration(to: until), .milliseconds(100)))
+        }
+        if Task.isCancelled || stopping.load(ordering: .acquiring) {
+            pacing.withLock { $0.settle(booked: booking, actual: 0, for: owner) }
+            return nil
+        }
+        let (value, cost) = try await read(lane: owner, body)
+        pacing.withLock { $0.settle(booked: booking, actual: cost, for: owner) }
+        return value
     }
 
     private func rpcError(_ error: LibraryError) -> RpcError {

@@ -24,8 +24,10 @@ struct DaemonLibraryFairnessTests {
     /// connections: 64 are let in); meanwhile the operator reads one item at a time. Every read
     /// of the operator is answered, its p99 within max(4 × its idle p99, 500 ms), and every
     /// admitted stream still gets each change once, in order, with all its items, then CURRENT.
+    /// The viewer's pace is raised out of the way: this is the read queue's fairness alone.
     @Test func oneKeysCatchUpWatchesLeaveAnotherOwnersReadsTheirLatency() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false"])
+        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
+                                                  "--library.catch_up_bytes_per_second=\(1 << 40)"])
         defer { daemon.stop() }
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
         defer { [viewer, op].forEach { $0.close() } }
@@ -54,21 +56,10 @@ struct DaemonLibraryFairnessTests {
         let idleP99 = Self.percentile(idle, 99)
 
         // The attack: 5 connections × 16 watches from version 0.
-        var watch = Earshot_V1_WatchLibraryRequest()
-        watch.fromVersion = 0
-        let payload: [UInt8] = try watch.serializedBytes()
         let started = ContinuousClock.now
         let finished = Locked(0)  // streams that got the whole backlog and CURRENT, or ended
         let connections = 5, perConnection = 16
-        var dealers: [RawCurveDealer] = []
-        for c in 0..<connections {
-            let dealer = try RawCurveDealer(daemon.rpcEndpoint, security: daemon.security(.viewer))
-            for i in 0..<perConnection {
-                #expect(dealer.send(try RawCurveDealer.envelope(UInt64(c * perConnection + i + 1), Methods.Library.watchLibrary.path,
-                                                                  payload: payload, timeoutMs: 300_000)))
-            }
-            dealers.append(dealer)
-        }
+        let dealers = try (0..<connections).map { c in try Self.watches(perConnection, daemon, firstID: c * perConnection + 1) }
         let listeners = dealers.map { dealer in
             Task.detached { try await Self.listen(dealer, streams: perConnection, since: started, finished: finished) }
         }
@@ -121,6 +112,106 @@ struct DaemonLibraryFairnessTests {
             #expect(heard.ends[id] == nil, "stream \(id) ended: \(String(describing: heard.ends[id]))")
         }
         #expect(daemon.stop() == 0)
+    }
+
+    /// The same attack under a pace of 256 KiB/s: what the viewer's 64 streams read together in
+    /// 6 s stays within its pace (2 s of burst, 6 s of pace and the reads under way) while
+    /// another owner's own watch catches up at once; once they are gone the viewer's one watch
+    /// gets its whole backlog, paced; and earshotd stops promptly with streams waiting their turn.
+    @Test func oneKeysWatchesTogetherReadNoFasterThanItsPace() async throws {
+        let pace = 256 << 10
+        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
+                                                  "--library.catch_up_bytes_per_second=\(pace)"])
+        defer { daemon.stop() }
+        let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
+        defer { [viewer, op].forEach { $0.close() } }
+        for batch in 0..<4 {
+            _ = try await Lib.add(viewer, (0..<Self.itemsPerChange).map { Lib.new(title: "item \(batch).\($0)") }, timeout: .seconds(120))
+        }
+        _ = try await Lib.add(op, [Lib.new(title: "the operator's")])
+
+        let started = ContinuousClock.now
+        let connections = 5, perConnection = 16
+        let dealers = try (0..<connections).map { c in try Self.watches(perConnection, daemon, firstID: c * perConnection + 1) }
+        let window = Duration.seconds(6)
+        let listeners = dealers.map { dealer in
+            Task.detached { () throws -> (bytes: Int, refused: Int, otherEnds: Int) in
+                var bytes = 0, refused = 0, otherEnds = 0
+                while ContinuousClock.now - started < window {
+                    guard let message = try dealer.socket.receive(), message.frames.count == 2 else {
+                        try await Task.sleep(for: .milliseconds(1))
+                        continue
+                    }
+                    let reply = try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
+                    if reply.kind == .message { bytes += reply.payload.count }
+                    if reply.kind == .end {
+                        if reply.status.code == RpcStatusCode.resourceExhausted.rawValue { refused += 1 } else { otherEnds += 1 }
+                    }
+                }
+                return (bytes, refused, otherEnds)
+            }
+        }
+
+        // The operator's own watch, meanwhile: its backlog (one item) and CURRENT come at once.
+        let watchStart = ContinuousClock.now
+        var changes = Lib.watch(op, from: 0).makeAsyncIterator()
+        let caughtUp = try await Lib.untilCurrent(&changes)
+        let opWatch = ContinuousClock.now - watchStart
+        #expect(caughtUp.map(\.kind) == [.added, .current])
+        #expect(opWatch < .seconds(3), "another owner's watch took \(opWatch) to catch up")
+
+        var bytes = 0, refused = 0, otherEnds = 0
+        for listener in listeners {
+            let heard = try await listener.value
+            bytes += heard.bytes
+            refused += heard.refused
+            otherEnds += heard.otherEnds
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        // The pace counts more than the bytes sent (each item's lookup too); the reads under way
+        // are at most the pool's two connections' worth, 256 KiB each.
+        let allowed = Int(Double(pace) * (seconds + 2)) + 2 * (256 << 10)
+        print("library pace: the viewer's 64 streams read \(bytes) bytes in \(Self.ms(elapsed)) ms (at most \(allowed)); the operator's watch caught up in \(Self.ms(opWatch)) ms")
+        #expect(refused == connections * perConnection - 64, "the limits let \(connections * perConnection - refused) streams in")
+        #expect(otherEnds == 0)
+        #expect(bytes <= allowed, "the viewer's streams read \(bytes) bytes in \(elapsed), past their pace (\(allowed))")
+
+        // The viewer gives up its streams (what they had booked is given back) and watches once:
+        // the whole backlog comes, in order, paced (4000 items cost over 1 MB; 512 KiB is burst).
+        for dealer in dealers { dealer.socket.close() }
+        try await Task.sleep(for: .seconds(1))
+        let alone = ContinuousClock.now
+        var viewerChanges = Lib.watch(viewer, from: 0).makeAsyncIterator()
+        let backlog = try await Lib.untilCurrent(&viewerChanges)
+        let catchUp = ContinuousClock.now - alone
+        print("library pace: one watch of the viewer's caught up in \(Self.ms(catchUp)) ms")
+        #expect(backlog.map(\.kind) == [.added, .added, .added, .added, .current])
+        #expect(backlog.map(\.version) == [1, 2, 3, 4, 4])
+        #expect(backlog.dropLast().allSatisfy { $0.items.count == Self.itemsPerChange && $0.itemIds == $0.items.map(\.id) })
+        #expect(catchUp > .seconds(1), "one watch read its 4000 items in \(catchUp): not paced")
+        #expect(catchUp < .seconds(30), "one watch took \(catchUp) to catch up: the attack's bookings were not given back")
+
+        // earshotd stops at once with streams waiting for their turn.
+        let waiting = try Self.watches(16, daemon)
+        defer { waiting.socket.close() }
+        try await Task.sleep(for: .seconds(1))
+        let stopping = ContinuousClock.now
+        #expect(daemon.stop() == 0)
+        #expect(ContinuousClock.now - stopping < .seconds(5), "earshotd took \(ContinuousClock.now - stopping) to stop")
+    }
+
+    /// A new connection of the viewer's with `count` WatchLibrary calls from version 0, their
+    /// request ids from `firstID` on.
+    static func watches(_ count: Int, _ daemon: DaemonHarness, firstID: Int = 1) throws -> RawCurveDealer {
+        var watch = Earshot_V1_WatchLibraryRequest()
+        watch.fromVersion = 0
+        let payload: [UInt8] = try watch.serializedBytes()
+        let dealer = try RawCurveDealer(daemon.rpcEndpoint, security: daemon.security(.viewer))
+        for i in 0..<count {
+            #expect(dealer.send(try RawCurveDealer.envelope(UInt64(firstID + i), Methods.Library.watchLibrary.path, payload: payload, timeoutMs: 300_000)))
+        }
+        return dealer
     }
 
     /// Reads `dealer`'s replies until each of its `streams` calls has ended or sent the backlog

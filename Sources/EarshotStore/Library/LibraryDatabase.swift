@@ -390,6 +390,15 @@ public final class LibraryDatabase: @unchecked Sendable {
 
     // MARK: Helpers
 
+    /// Runs reads as one read transaction: they see one snapshot, and the WAL's read lock is
+    /// taken once for all of them rather than once per statement.
+    public func snapshot<T>(_ body: () throws(LibraryError) -> T) throws(LibraryError) -> T {
+        guard !db.inTransaction else { return try body() }
+        try sql { () throws(SQLiteError) in try db.execute("BEGIN") }
+        defer { if db.inTransaction { try? db.execute("COMMIT") } }
+        return try body()
+    }
+
     /// Runs several writes as one transaction (group commit: one sync for all). Each write inside
     /// stays all or nothing on its own, in a savepoint: one that fails is undone and the others
     /// go on. Nothing is durable until this returns; if it throws, none of them happened.

@@ -275,9 +275,11 @@ enum HostileBenchmark {
         }
         let admitted = firstReply.get().count - refused.count
         let firsts = Array(firstReply.get().values), done = Array(caughtUp.get().values)
-        row.detail = String(format: "%d streams let in, %d refused; the viewer's first replies after %.2f s (p50), %.2f s (last); "
-                            + "%d streams caught up (%d changes and CURRENT), the last after %.1f s", admitted, refused.count,
-                            Stats.percentile(firsts, 50) ?? -1, firsts.max() ?? -1, done.count, changes, done.max() ?? -1)
+        let caughtUpText = done.isEmpty
+            ? "none caught up (\(changes) changes and CURRENT) within the row: its streams share one key's pace"
+            : String(format: "%d streams caught up (%d changes and CURRENT), the last after %.1f s", done.count, changes, done.max() ?? -1)
+        row.detail = String(format: "%d streams let in, %d refused; the viewer's first replies after %.2f s (p50), %.2f s (last); ",
+                            admitted, refused.count, Stats.percentile(firsts, 50) ?? -1, firsts.max() ?? -1) + caughtUpText
         report.rows.append(row)
         say("library watches: \(summary(row)); \(row.detail)")
     }
