@@ -198,9 +198,15 @@ final class CatalogsService: Sendable {
     }
 
     private func begin(_ request: Earshot_V1_BeginUploadRequest, by client: String) async throws(RpcError) -> Earshot_V1_UploadStatus {
-        if !request.signerKey.isEmpty, case .authors(let authors) = trust, !authors.contains(where: { $0.publicKey == Array(request.signerKey) }) {
-            let key = request.signerKey.count == Ed25519.publicKeyBytes ? Z85.encode(Array(request.signerKey)) : "a malformed key"
-            throw RpcError(.permissionDenied, "catalog \"\(request.name)\" is signed by \(key), which is not in this box's trusted authors file")
+        // Refused before any byte is sent: what CommitUpload would refuse after them all.
+        if case .authors(let authors) = trust {
+            guard !request.signerKey.isEmpty else {
+                throw RpcError(.permissionDenied, "catalog \"\(request.name)\" is unsigned: this box accepts only catalogs signed by a trusted author (sign with `earshot catalog sign`; give signer_key)")
+            }
+            if !authors.contains(where: { $0.publicKey == Array(request.signerKey) }) {
+                let key = request.signerKey.count == Ed25519.publicKeyBytes ? Z85.encode(Array(request.signerKey)) : "a malformed key"
+                throw RpcError(.permissionDenied, "catalog \"\(request.name)\" is signed by \(key), which is not in this box's trusted authors file")
+            }
         }
         return try await onQueue { [uploads, logger] () throws(RpcError) in
             do throws(UploadArea.Problem) {

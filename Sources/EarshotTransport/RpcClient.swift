@@ -27,8 +27,8 @@ public final class RpcClient: Sendable {
         public var heartbeatInterval: Duration = .seconds(2)
         public var heartbeatTimeout: Duration = .seconds(6)
         /// CURVE keys for a server with security on; nil = plain. A server that refuses the
-        /// key never answers (ZeroMQ retries the handshake silently), so calls end with
-        /// DEADLINE_EXCEEDED.
+        /// key ends calls at once with UNAUTHENTICATED; a wrong server key, at their deadline
+        /// with DEADLINE_EXCEEDED, saying so (a socket monitor tells them apart).
         public var security: ClientSecurity?
 
         public init() {}
@@ -64,18 +64,26 @@ public final class RpcClient: Sendable {
         try socket.set(.heartbeatTimeout, configuration.heartbeatTimeout.socketMilliseconds)
         try socket.set(.heartbeatTTL, configuration.heartbeatTimeout.socketMilliseconds)
         try configuration.security?.apply(to: socket)
-        try socket.connect(endpoint)
         self.endpoint = endpoint
         self.configuration = configuration
         self.loop = loop
         self.ownsLoop = ownsLoop
-        core = RpcClientCore(endpoint: endpoint, configuration: configuration, socket: socket, loop: loop.core)
+        let core = RpcClientCore(endpoint: endpoint, configuration: configuration, socket: socket, loop: loop.core)
+        self.core = core
+        // Watched from before the connect, so that no event of the first attempt is missed.
+        try ClientConnectionWatch.start(watching: socket, loop: loop.core) { core.connectionChanged($0) }
         loop.core.attach(core)
+        try socket.connect(endpoint)
     }
 
     deinit {
         close()
     }
+
+    /// Whether a handshake with the server has ever succeeded on this client: a call that timed
+    /// out without it never reached the server (down, a wrong address or key), and trying again
+    /// the same way is no use.
+    public var hasConnected: Bool { core.hasConnected }
 
     /// Calls a unary method. Throws the server's status, DEADLINE_EXCEEDED when no answer came
     /// in time, CANCELLED when the calling task is cancelled (the server is told).

@@ -1,6 +1,7 @@
 import EarshotSync
 import EarshotWire
 import FoundationEssentials
+import Synchronization
 
 /// The client's engine: a DEALER socket on a loop thread, and the calls waiting for answers.
 ///
@@ -27,12 +28,18 @@ final class RpcClientCore: LoopAttachment, @unchecked Sendable {
     let socket: ZMQSocket
     let loop: LoopCore
     private let state = Locked(State())
+    private let everUp = Atomic<Bool>(false)
+
+    /// Whether a handshake with the server has ever succeeded.
+    var hasConnected: Bool { everUp.load(ordering: .relaxed) }
 
     // Loop thread only.
     private var outbox: [(id: UInt64, frames: [[UInt8]])] = []
     private var lastHeard = ContinuousClock.now
     private var lastPing = ContinuousClock.now
     private var isDetached = false
+    /// What the socket monitor has seen of the connection.
+    private var story = ConnectionStory.noAnswer
 
     init(endpoint: String, configuration: RpcClient.Configuration, socket: ZMQSocket, loop: LoopCore) {
         self.endpoint = endpoint
@@ -218,8 +225,28 @@ final class RpcClientCore: LoopAttachment, @unchecked Sendable {
         }
     }
 
+    /// The client's connection story changed (the socket monitor). Once libzmq has given up
+    /// on the server (a refused key, a security mismatch), calls not yet sent fail now, as will
+    /// later ones: waiting for their deadline would change nothing.
+    func connectionChanged(_ story: ConnectionStory) {
+        self.story = story
+        if story == .up { everUp.store(true, ordering: .relaxed) }
+        guard story.isFinal else { return }
+        let unsent = outbox.map(\.id)
+        outbox.removeAll()
+        for id in unsent { fail(id, refusal) }
+    }
+
+    private var refusal: RpcError {
+        RpcError(.unauthenticated, story.unsentReason(endpoint: endpoint, curve: configuration.security != nil))
+    }
+
     private func send(id: UInt64, frames: [[UInt8]]) {
         guard !isDetached else { return }
+        if story.isFinal {
+            fail(id, refusal)
+            return
+        }
         if !outbox.isEmpty {
             outbox.append((id, frames))
             flushOutbox()
@@ -283,7 +310,9 @@ final class RpcClientCore: LoopAttachment, @unchecked Sendable {
         for (id, call) in expired {
             let within = WireCoding.seconds(call.timeout)
             let message =
-                call.waiter.isStream
+                outbox.contains(where: { $0.id == id })
+                ? "\(story.unsentReason(endpoint: endpoint, curve: configuration.security != nil)); waited \(within)"
+                : call.waiter.isStream
                 ? "the stream from \(endpoint) did not end within \(within)" : "no answer from \(endpoint) within \(within)"
             call.waiter.fail(RpcError(.deadlineExceeded, message))
             // No CANCEL: the server got the same timeout and ends the call itself, so its handler

@@ -80,11 +80,8 @@ final class SocketMonitor: LoopAttachment, @unchecked Sendable {
     func drain() -> Int {
         guard !isDetached else { return 0 }
         batch.removeAll(keepingCapacity: true)
-        while batch.count < Self.batchSize {
-            // An event is two frames: 6 bytes (event id u16, value u32, host order), then the endpoint.
-            guard let message = try? pair.receive(maximumFrames: 1), let head = message.frames.first, head.count >= 6 else { break }
-            let (event, value) = head.withUnsafeBytes { ($0.loadUnaligned(as: UInt16.self), $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self)) }
-            batch.append((Int32(event), Int32(bitPattern: value)))
+        while batch.count < Self.batchSize, let e = MonitorEvent.receive(from: pair) {
+            batch.append((e.event, e.value))
         }
         for (index, (event, value)) in batch.enumerated() {
             switch event {

@@ -13,7 +13,8 @@ enum ExitStatus: Int32 {
     case badInput = 3
     /// A bug, or the output could not be written.
     case internalFailure = 4
-    /// `remote`: the daemon did not answer, or answered with an error status.
+    /// `remote`: the daemon did not answer, refused the key, or answered with an error status;
+    /// or a push was interrupted.
     case remote = 5
 }
 

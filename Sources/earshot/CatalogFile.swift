@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotCrypto
 import EarshotStore
 import EarshotSystem
 
@@ -28,12 +29,18 @@ enum CatalogFile {
     }
 
     /// Writes `catalog` to `path` atomically: the old file stays whole until the new one is complete.
+    /// Replacing a signed catalog says that the signature is gone (it covered the old contents)
+    /// and how to sign again.
     static func write(_ catalog: CustomCatalog, to path: String) throws(CLIFailure) {
+        let signer = (try? map(path))?.signature?.publicKey
         let bytes: [UInt8]
         do { bytes = try catalog.dataRepresentation() } catch {
             if case .catalogInvalid = error { throw .badInput(path, error) }
             throw .output(path, error)
         }
         do { try AtomicFile.write(bytes, to: path) } catch { throw .output(path, error) }
+        if let signer {
+            Terminal.error("earshot: warning: \(path) was signed by \(Z85.encode(signer)); the edit removed the signature, which covered the old contents: sign it again with `earshot catalog sign -c \(path) --key AUTHOR.author.key`")
+        }
     }
 }

@@ -22,16 +22,18 @@ struct Earshot: ParsableCommand {
               earshot listen -c show.earcat --device plughw:1,0
 
             Exit status:
-              0  success (for `match`: a match was found; for `listen`: listening
-                 ended by interruption, --duration or the end of the file)
+              0  success (for `match`: a match was found; for `listen` and the
+                 following `remote` commands: ended by Ctrl-C, SIGTERM, --duration
+                 or the end of the file)
               1  `match` found no match
               2  usage error (bad or missing arguments)
               3  bad input: a missing, unreadable, truncated, corrupt or foreign
                  file, or a malformed media-items CSV; for `listen`, also a
                  capture device that delivered no audio at all
               4  internal error, or the output could not be written
-              5  `remote`: the daemon did not answer in time, or answered with an
-                 error status
+              5  `remote`: the daemon did not answer in time, refused the client's
+                 key, or answered with an error status; or a push was interrupted
+                 (run it again to resume)
 
             Errors are one line on standard error: `earshot: <file>: <problem>`. A command that \
             fails never leaves a half-written or modified output file behind.
@@ -45,6 +47,7 @@ struct Earshot: ParsableCommand {
     static func main() {
         // Decoders' own chatter stays off the terminal; our messages go through Terminal.
         StandardErrorSilencer.enable()
+        StandardOutput.flushEachLine()
         do {
             var command = try parseAsRoot()
             try command.run()

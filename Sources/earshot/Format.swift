@@ -38,6 +38,16 @@ enum Format {
     /// Key-sorted JSON text on one line (for output that is one object per line).
     static func jsonLine(_ value: JSONValue) -> String { value.jsonText }
 
+    /// `arguments` (the program first, as `earshot`) as one line a POSIX shell runs as given:
+    /// words with anything but letters, digits and `_ - . / : = @ % + ,` are single-quoted.
+    static func commandLine(_ arguments: [String]) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,")
+        func word(_ s: String) -> String {
+            !s.isEmpty && s.allSatisfy(safe.contains) ? s : "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        return (["earshot"] + arguments.dropFirst()).map(word).joined(separator: " ")
+    }
+
     /// Pretty, key-sorted JSON text.
     static func jsonText(_ value: JSONValue) -> String { value.prettyJSONText }
 }

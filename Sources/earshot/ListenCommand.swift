@@ -191,23 +191,13 @@ final class Listening: Sendable {
         ticker.schedule(deadline: .now() + 0.25, repeating: 0.25, leeway: .milliseconds(20))
         ticker.setEventHandler { [self] in tick(session) }
         ticker.resume()
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let signalSources = [SIGINT, SIGTERM].map { number in
-            let s = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            s.setEventHandler { [self] in stop(.signal(number)) }
-            s.resume()
-            return s
-        }
+        let signals = StopSignals(queue: queue) { [self] number in stop(.signal(number)) }
         if let duration {
             queue.asyncAfter(deadline: .now() + duration) { [self] in stop(.duration) }
         }
 
         ended.wait()
-        // A second Ctrl-C while shutting down ends the process at once.
-        for s in signalSources { s.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        signals.restore()
         ticker.cancel()
         queue.sync {}
         let reason = end.withLock { $0 } ?? .duration

@@ -82,6 +82,14 @@ struct RemoteCatalogPushCommand: ParsableCommand {
                                        chunkBytes: chunkKiB * 1024)
         let progress = PushProgress(boxes: boxes.map(\.endpoint), total: upload.size, quiet: quiet)
         let timeout = Duration.milliseconds(Int(self.timeout * 1000))
+        // Each box keeps the bytes it acknowledged: the same command resumes where they stop.
+        let signals = StopSignals { _ in
+            progress.end()
+            Terminal.error("earshot: interrupted; each box keeps what it acknowledged (for a day by default: catalogs.upload_expiry_s). "
+                           + "Resume with: \(Format.commandLine(CommandLine.arguments))")
+            Foundation.exit(ExitStatus.remote.rawValue)
+        }
+        defer { signals.restore() }
         let outcomes = try runBlocking { () async -> [PushOutcome] in
             await withTaskGroup(of: (Int, PushOutcome).self) { group in
                 for (index, box) in boxes.enumerated() {
@@ -213,8 +221,8 @@ final class CatalogUpload: Sendable {
         self.chunkBytes = chunkBytes
     }
 
-    /// Transient failures (a box restarting, a dropped link) are retried this many times; each
-    /// retry begins again, which resumes the upload where the box has it.
+    /// Transient failures of a box that was reached (a restart, a dropped link) are retried this
+    /// many times; each retry begins again, which resumes the upload where the box has it.
     static let attempts = 4
 
     func push(to box: PushTarget, timeout: Duration, progress: @escaping @Sendable (Int, Int) -> Void) async -> PushOutcome {
@@ -238,10 +246,10 @@ final class CatalogUpload: Sendable {
                 return PushOutcome(result: .installed(reply), sentBytes: sent, seconds: Self.seconds(since: started))
             } catch {
                 lastError = "\(error.code): \(error.message)"
-                if error.code == .deadlineExceeded {
-                    lastError = "\(error.code): no answer (check that the box runs, --server-key, and that the key is an admin in its allow-list)"
-                }
-                guard error.code == .unavailable || error.code == .deadlineExceeded || error.code == .aborted else { break }
+                // Only what can pass is tried again: a box that was reached and then dropped the
+                // link or restarted. One never reached (down, wrong address, refused key, wrong
+                // server key) would fail the same way again.
+                guard client.hasConnected, error.code == .unavailable || error.code == .deadlineExceeded || error.code == .aborted else { break }
             }
         }
         return PushOutcome(result: .failed(lastError), sentBytes: sent, seconds: Self.seconds(since: started))

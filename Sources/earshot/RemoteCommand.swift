@@ -106,29 +106,26 @@ struct RemoteOptions: ParsableArguments {
         }
     }
 
-    /// Maps an RPC failure to one line naming the server and the status.
-    /// A refused key looks like silence (ZeroMQ retries the handshake quietly), so a timeout
-    /// says what to check.
+    /// Maps an RPC failure to one line naming the server and the status. The client tells a
+    /// refused key, a wrong server key and silence apart; without keys, the line says how to
+    /// give them.
     func failure(_ error: RpcError) -> CLIFailure {
-        if error.code == .deadlineExceeded {
-            let hint = (try? security()) == nil
-                ? "no answer; if the daemon uses CURVE (the default), give --server-key and --key"
-                : "the server refused this key or did not answer (check --server-key and that the client key is in the allow-list)"
-            return CLIFailure("\(server): \(error.code): \(hint)", status: .remote)
+        var text = "\(server): \(error.code): \(error.message)"
+        if error.code == .deadlineExceeded || error.code == .unauthenticated, (try? security()) == nil {
+            text += "; if the daemon uses CURVE (the default), give --server-key and --key"
         }
-        return CLIFailure("\(server): \(error.code): \(error.message)", status: .remote)
+        return CLIFailure(text, status: .remote)
     }
 }
 
-/// Runs a following command's `body` until it ends, Ctrl-C, or `duration` seconds (both cancel
-/// it: the stream it iterates ends CANCELLED, which is how such commands stop). A `CLIFailure`
-/// it throws is the command's; other errors after a cancel are not.
+/// Runs a following command's `body` until it ends, Ctrl-C, SIGTERM or `duration` seconds (each
+/// cancels it: the stream it iterates ends CANCELLED, which is how such commands stop, with all
+/// they printed written). A `CLIFailure` it throws is the command's; other errors after a cancel
+/// are not.
 func runUntilInterrupted(duration: Double?, _ body: @escaping @Sendable () async throws -> Void) throws {
-    signal(SIGINT, SIG_IGN)
-    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
     let task = Task.detached { try await body() }
-    interrupt.setEventHandler { task.cancel() }
-    interrupt.resume()
+    let signals = StopSignals { _ in task.cancel() }
+    defer { signals.restore() }
     if let duration {
         DispatchQueue.global().asyncAfter(deadline: .now() + duration) { task.cancel() }
     }

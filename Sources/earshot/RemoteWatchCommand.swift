@@ -38,11 +38,9 @@ struct RemoteWatchCommand: ParsableCommand {
         let remote = self.remote
         let endpoint = try eventsEndpoint()
         let board = Dashboard(inPlace: Terminal.stdoutIsTerminal)
-        signal(SIGINT, SIG_IGN)
         let stop = DispatchSemaphore(value: 0)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { stop.signal() }
-        interrupt.resume()
+        let signals = StopSignals { _ in stop.signal() }
+        defer { signals.restore() }
         if let duration { DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.signal() } }
 
         let subscriber: EventSubscriber

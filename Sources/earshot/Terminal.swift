@@ -17,10 +17,11 @@ enum Terminal {
         StandardErrorSilencer.write(text)
     }
 
-    /// Writes `text` to stdout as is and at once, unbuffered (for live output and status lines
-    /// rewritten with "\r"; `print` would hold lines back when stdout is a file or a pipe).
+    /// Writes `text` to stdout as is and at once (for status lines rewritten with "\r"), in
+    /// order with `print`'s lines.
     static func outputRaw(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        var text = text
+        text.withUTF8 { StandardOutput.write($0) }
     }
 
     /// True when stderr is a terminal, so a progress line can be rewritten in place.

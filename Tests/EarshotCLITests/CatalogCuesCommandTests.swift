@@ -179,8 +179,17 @@ struct CatalogCuesCommandTests {
         #expect(try ws.earshot("catalog", "sign", "-c", "show.earcat", "--key", "studio.author.key").status == 0)
         #expect(!(try ws.earshot("catalog", "display", "-c", "show.earcat").stdout.contains("unsigned")))
         try ws.write("breaks.m3u8", text: Self.playlist)
-        #expect(try ws.earshot("catalog", "cues", "import", "-c", "show.earcat", "--reference", "1", "breaks.m3u8").status == 0)
+        let imported = try ws.earshot("catalog", "cues", "import", "-c", "show.earcat", "--reference", "1", "breaks.m3u8")
+        #expect(imported.status == 0)
+        #expect(imported.stderr.contains("warning: show.earcat was signed by ") && imported.stderr.contains("the edit removed the signature")
+                && imported.stderr.contains("earshot catalog sign -c show.earcat --key"), "\(imported.stderr)")
         #expect(try ws.earshot("catalog", "display", "-c", "show.earcat").stdout.contains("nobody (unsigned)"))
+        // `catalog update` says so too; an unsigned catalog's edit says nothing of signatures.
+        #expect(try ws.earshot("catalog", "sign", "-c", "show.earcat", "--key", "studio.author.key").status == 0)
+        let updated = try ws.earshot("catalog", "update", "-c", "show.earcat", "--max-query", "10")
+        #expect(updated.status == 0 && updated.stderr.contains("the edit removed the signature"), "\(updated.stderr)")
+        let again = try ws.earshot("catalog", "update", "-c", "show.earcat", "--max-query", "11")
+        #expect(again.status == 0 && !again.stderr.contains("signature"), "\(again.stderr)")
     }
 
     @Test func helpTeachesWithExamples() throws {

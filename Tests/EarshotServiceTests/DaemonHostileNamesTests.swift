@@ -96,6 +96,6 @@ struct DaemonHostileNamesTests {
         configuration.security = ClientSecurity(serverPublicKey: try #require(daemon.security()?.serverPublicKey), keyPair: intruder)
         let stranger = try RpcClient(endpoint: daemon.rpcEndpoint, configuration: configuration)
         defer { stranger.close() }
-        await expectCode(.deadlineExceeded) { () throws(RpcError) in try await stranger.ping(timeout: .milliseconds(1500)) }
+        await expectCode(.unauthenticated) { () throws(RpcError) in try await stranger.ping(timeout: .milliseconds(1500)) }
     }
 }

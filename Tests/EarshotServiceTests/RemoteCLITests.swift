@@ -1,3 +1,4 @@
+import EarshotSync
 import EarshotTransport
 import Foundation
 import Testing
@@ -209,6 +210,127 @@ struct RemoteCLITests {
         #expect(denied.status == 5 && denied.err.contains("PERMISSION_DENIED"), "\(denied.err)")
     }
 
+    /// Following commands write each line when its event comes, whatever stdout is (here a pipe,
+    /// as for a program reading `--json`), and SIGTERM ends them cleanly: status 0, every line
+    /// written whole.
+    @Test func followingCommandsWriteEachLineAsItComesAndEndCleanlyOnSIGTERM() async throws {
+        let daemon = try DaemonHarness()
+        let k = try keys(daemon)
+        let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
+        let commands: [[String]] = [
+            ["remote", "stream", "--json", "--repeats"],
+            ["remote", "watch", "--events", daemon.eventsEndpoint],
+            ["remote", "cues", "follow", "--json"],
+            ["remote", "library", "watch", "--json"],
+            ["remote", "library", "watch"],
+        ]
+        for command in commands {
+            let name = command.joined(separator: " ")
+            let running = try FollowingCommand(try earshotPath(), command + server + k)
+            #expect(await running.waitForLines(1, seconds: 20), "\(name): no line reached the pipe in 20 s while it ran")
+            if command.starts(with: ["remote", "library", "watch"]) {
+                // A change committed now is on the pipe within moments, not at the end.
+                let before = running.lines.withLock { $0.count }
+                let client = try daemon.client(.operator)
+                defer { client.close() }
+                _ = try await Lib.add(client, [Lib.new(title: "kept")])
+                #expect(await running.waitForLines(before + 1, seconds: 5), "\(name): the added item's line did not come")
+            }
+            #expect(running.process.isRunning, "\(name) ended by itself")
+            kill(running.process.processIdentifier, SIGTERM)
+            let ended = await running.finish(seconds: 10)
+            #expect(ended && running.process.terminationReason == .exit && running.process.terminationStatus == 0,
+                    "\(name): SIGTERM ended it with \(running.process.terminationReason == .exit ? "status" : "signal") \(running.process.terminationStatus)")
+            #expect(running.partial.withLock { $0.isEmpty }, "\(name): a line was left half written")
+            if command.contains("--json") {
+                for line in running.lines.withLock({ $0 }) {
+                    #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(name): not a JSON object: \(line)")
+                }
+            }
+        }
+    }
+
+    private func earshotPath() throws -> String {
+        ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
+    }
+
+    /// A box that refuses the client's key, a wrong server key and no box at all: `remote
+    /// catalog push` and `remote match` each end within their --timeout (a refusal at once),
+    /// say which it is, and exit 5; a push is not tried again when the box was never reached.
+    @Test func refusalsEndWithinTheTimeoutAndSayWhich() throws {
+        let daemon = try DaemonHarness()
+        let dir = daemon.directory.path
+        let stranger = dir + "/stranger.key"
+        try CurveKeyFile.writeSecret(try CurveKeyPair.generate(), to: stranger, comment: "not allowed")
+        let wrongServer = dir + "/wrong-server.pub"
+        try CurveKeyFile.writePublic(try CurveKeyPair.generate().publicKey, to: wrongServer, comment: "not the box's")
+        let admin = dir + "/admin.key"
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: admin, comment: "test admin")
+        let catalog = dir + "/show.earcat"
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let serverKey = "--server-key=" + (try #require(daemon.serverPublicKey))
+
+        let cases: [(arguments: [String], within: Double, says: String)] = [
+            (["remote", "catalog", "push", catalog, "--server", daemon.rpcEndpoint, serverKey, "--key", stranger, "--timeout", "5"],
+             4, "refused this client's key (not in its allow-list?)"),
+            (["remote", "catalog", "push", catalog, "--server", daemon.rpcEndpoint, "--server-key", wrongServer, "--key", admin, "--timeout", "3"],
+             6, "no CURVE handshake with \(daemon.rpcEndpoint): wrong server key?"),
+            (["remote", "match", "--server", daemon.rpcEndpoint, serverKey, "--key", stranger, "--timeout", "5"],
+             4, "refused this client's key (not in its allow-list?)"),
+            (["remote", "match", "--server", "tcp://127.0.0.1:9", serverKey, "--key", admin, "--timeout", "2"],
+             5, "no answer from tcp://127.0.0.1:9"),
+        ]
+        for c in cases {
+            let start = Date()
+            let run = try earshot(c.arguments)
+            let took = Date().timeIntervalSince(start)
+            let name = c.arguments.prefix(3).joined(separator: " ")
+            #expect(run.status == 5, "\(name): \(run.err)")
+            #expect(run.err.contains(c.says), "\(name): \(run.err)")
+            #expect(took < c.within, "\(name) took \(took) s")
+        }
+    }
+
+    /// Ctrl-C in the middle of a push ends it at once with the one command that resumes it,
+    /// quoted for the shell; that command, run by a shell, finishes the push.
+    @Test func anInterruptedPushSaysHowToResume() async throws {
+        let daemon = try DaemonHarness()
+        let dir = daemon.directory.path
+        let admin = dir + "/admin.key"
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: admin, comment: "test admin")
+        let catalog = dir + "/my show.earcat"
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        // The box stops answering, so the push is under way when Ctrl-C comes.
+        kill(daemon.process.processIdentifier, SIGSTOP)
+        let push = Process(), errors = Pipe()
+        push.executableURL = URL(fileURLWithPath: try earshotPath())
+        push.arguments = ["remote", "catalog", "push", catalog, "--name", "show2", "--server", daemon.rpcEndpoint,
+                          "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", admin]
+        push.standardOutput = FileHandle.nullDevice
+        push.standardError = errors
+        try push.run()
+        try await Task.sleep(for: .seconds(1.5))
+        kill(push.processIdentifier, SIGINT)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        push.waitUntilExit()
+        kill(daemon.process.processIdentifier, SIGCONT)
+        #expect(push.terminationReason == .exit && push.terminationStatus == 5, "\(push.terminationStatus) \(stderr)")
+        let resume = try #require(stderr.components(separatedBy: "Resume with: ").last?.split(separator: "\n").first.map(String.init),
+                                  "\(stderr)")
+        #expect(resume.hasPrefix("earshot remote catalog push '\(catalog)' --name show2 --server \(daemon.rpcEndpoint) ")
+                && resume.contains("--server-key=") && resume.hasSuffix(" --key \(admin)"), "\(resume)")
+
+        let shell = Process(), out = Pipe()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "PATH=\((try earshotPath() as NSString).deletingLastPathComponent):$PATH; " + resume]
+        shell.standardOutput = out
+        shell.standardError = FileHandle.nullDevice
+        try shell.run()
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0 && said.contains("show2"), "\(said)")
+    }
+
     @Test func noDaemonIsAClearErrorNotAHang() throws {
         let run = try earshot(["remote", "match", "--server", "tcp://127.0.0.1:9", "--timeout", "1"])
         #expect(run.status == 5)
@@ -217,5 +339,63 @@ struct RemoteCLITests {
         let usage = try earshot(["remote", "match", "--server", "http://x"])
         #expect(usage.status == 2)
         #expect(usage.err.contains("--server must look like tcp://host:port"))
+    }
+}
+
+/// An `earshot` command running with stdout on a pipe: its lines as they arrive.
+final class FollowingCommand: @unchecked Sendable {
+    let process = Process()
+    let lines = Locked<[String]>([])
+    /// Bytes after the last line break.
+    let partial = Locked<[UInt8]>([])
+    private let reader: Thread
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ binary: String, _ arguments: [String]) throws {
+        let out = Pipe()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let (lines, partial, done) = (self.lines, self.partial, self.done)
+        reader = Thread {
+            let handle = out.fileHandleForReading
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                partial.withLock { rest in
+                    rest += data
+                    while let end = rest.firstIndex(of: 10) {
+                        let line = String(decoding: rest[..<end], as: UTF8.self)
+                        rest.removeSubrange(...end)
+                        if !line.isEmpty { lines.withLock { $0.append(line) } }
+                    }
+                }
+            }
+            done.signal()
+        }
+        try process.run()
+        reader.start()
+    }
+
+    /// Waits until `count` non-empty lines have come, for up to `seconds`.
+    func waitForLines(_ count: Int, seconds: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while lines.withLock({ $0.count }) < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return lines.withLock { $0.count } >= count
+    }
+
+    /// Waits for the process to end and its output to be read, for up to `seconds`; SIGKILL after.
+    func finish(seconds: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        var ended = false
+        while !ended, Date() < deadline {
+            ended = done.wait(timeout: .now()) == .success
+            if !ended { try? await Task.sleep(for: .milliseconds(20)) }
+        }
+        if !ended { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return ended
     }
 }

@@ -104,7 +104,7 @@ import Testing
             try await client.call(Echo.say, Echo.request("anyone?"), timeout: .milliseconds(200))
         }
         let waited = ContinuousClock.now - started
-        #expect(error == RpcError(.deadlineExceeded, "no answer from \(endpoint) within 0.2 s"))
+        #expect(error == RpcError(.deadlineExceeded, "no answer from \(endpoint) (is earshotd running there and listening on that address?); waited 0.2 s"))
         #expect(waited >= .milliseconds(190))
         let pingError = await rpcError { () async throws(RpcError) in try await client.ping(timeout: .milliseconds(100)) }
         #expect(pingError?.code == .deadlineExceeded)

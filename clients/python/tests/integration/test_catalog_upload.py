@@ -254,12 +254,14 @@ def test_trusted_authors_refuse_before_or_after_the_transfer(signed_only_daemon,
         assert info.value.code == StatusCode.PERMISSION_DENIED and info.value.method.endswith("/BeginUpload")
         assert seen == [] and not admin.list_catalogs().uploads
 
-        # Unsigned: refused when the whole file is checked.
+        # Unsigned: no signer to declare, so BeginUpload refuses it too, before any byte.
         unsigned = tmp_path / "py-unsigned.earcat"
         unsigned.write_bytes(catalog_bytes)
         with pytest.raises(RpcError) as info:
-            admin.push_catalog(unsigned)
-        assert info.value.code == StatusCode.PERMISSION_DENIED and info.value.method.endswith("/CommitUpload")
+            admin.push_catalog(unsigned, progress=lambda *a: seen.append(a))
+        assert info.value.code == StatusCode.PERMISSION_DENIED and info.value.method.endswith("/BeginUpload")
+        assert "unsigned" in info.value.message
+        assert seen == [] and not admin.list_catalogs().uploads
 
         # The trusted author's key with a signature that does not verify.
         forged = tmp_path / "py-forged.earcat"
