@@ -54,7 +54,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// Read-only connections that serve library reads, taken in turn by the calling keys.
     public var libraryReadConnections = 2
     /// What one owner's WatchLibrary streams may read together, in bytes a second.
-    public var libraryCatchUpBytesPerSecond = 2 << 20
+    public var libraryCatchUpBytesPerSecond = 1 << 20
     // [rpc]
     public var rpcListen = ["tcp://127.0.0.1:7400"]
     public var maximumMessageBytes = 4 << 20
