@@ -28,6 +28,41 @@ struct SourceRulesTests {
         #expect(offenders.isEmpty, "use Locked instead of Mutex at \(offenders.joined(separator: ", "))")
     }
 
+    /// Every Markdown file in the repository stands alone: each relative link, and each path in
+    /// backquotes that leaves the repository (`../…`), names a file or folder inside it. Users
+    /// have the repository, nothing beside it.
+    @Test func markdownLinksResolveInsideTheRepository() throws {
+        let root = ConfigurationTests.packageRoot.standardizedFileURL
+        let link = try NSRegularExpression(pattern: #"\]\(([^)\s]+)\)"#)
+        let outside = try NSRegularExpression(pattern: #"`(\.\./[^`\s]+)`"#)
+        var checked = 0
+        var broken: [String] = []
+        for folder in ["", "benchmarks", "clients/c", "clients/python", "docs", "fuzz", "deploy", "scripts"] {
+            let base = folder.isEmpty ? root : root.appendingPathComponent(folder)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: base.path)) ?? []
+            for name in names where name.hasSuffix(".md") {
+                let file = base.appendingPathComponent(name)
+                let text = try String(contentsOf: file, encoding: .utf8)
+                let range = NSRange(text.startIndex..., in: text)
+                let targets = (link.matches(in: text, range: range) + outside.matches(in: text, range: range)).compactMap {
+                    Range($0.range(at: 1), in: text).map { String(text[$0]) }
+                }
+                for target in targets where !target.contains("://") && !target.hasPrefix("#") && !target.hasPrefix("mailto:") {
+                    let path = String(target.split(separator: "#", maxSplits: 1).first ?? "")
+                    guard !path.isEmpty else { continue }
+                    let resolved = base.appendingPathComponent(path).standardizedFileURL
+                    checked += 1
+                    let inside = resolved.path == root.path || resolved.path.hasPrefix(root.path + "/")
+                    if !inside || !FileManager.default.fileExists(atPath: resolved.path) {
+                        broken.append("\(folder.isEmpty ? "" : folder + "/")\(name): \(target)")
+                    }
+                }
+            }
+        }
+        #expect(checked > 20, "only \(checked) links were found")
+        #expect(broken.isEmpty, "links that do not resolve inside the repository: \(broken.joined(separator: "; "))")
+    }
+
     /// The target graph is what docs/ARCHITECTURE.md says: its table lists, per target, the
     /// package targets and products it uses (exactly Package.swift's dependencies) and the
     /// system modules it may also import; every `import` in the target's sources is one of them.
