@@ -1,5 +1,4 @@
 import CZMQ
-import Synchronization
 
 /// Watches a server socket through ZeroMQ's socket monitor (one monitor per socket is all libzmq
 /// allows, so this one does every job):
@@ -12,29 +11,20 @@ import Synchronization
 ///   client, garbage from a scanner, a connection that gives up half way — are counted in the
 ///   allow-list. (Unknown keys reach the ZAP handler and are counted there.)
 ///
-/// libzmq sends monitor events with blocking sends from its own I/O thread. The reader therefore
-/// takes them without limit (`ZMQ_RCVHWM` 0): a loop busy for a moment must not stall libzmq's
-/// I/O for everyone. It must also outlive the monitoring: the watched socket's `close()` stops
-/// monitoring first, and `detached()` stops it too before closing the reader. The monitor leaves
-/// the loop by itself once the watched socket is closed.
+/// Events come through a `MonitorReader`; the monitor leaves the loop by itself once the
+/// watched socket is closed.
 final class SocketMonitor: LoopAttachment, @unchecked Sendable {
-    private static let next = Atomic<Int>(0)
     private static let events =
         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
     /// Events taken per look, before they are acted on together (see `drain`).
     private static let batchSize = 64
 
-    private let watched: ZMQSocket
-    private let pair: ZMQSocket
+    private let reader: MonitorReader
     private let allowList: ClientAllowList?
     private let limiter: ConnectionLimiter?
-    private let loop: LoopCore
     /// Loop thread: called with the descriptor of every connection that closed.
     private let onDisconnect: ((Int32) -> Void)?
     // Loop thread only.
-    private var isDetached = false
-    /// Detaching was asked for (it takes effect on the next loop turn).
-    private var leaving = false
     private var batch: [(event: Int32, value: Int32)] = []
 
     /// Starts monitoring `server` (call before it binds) and attaches to `loop`.
@@ -43,30 +33,21 @@ final class SocketMonitor: LoopAttachment, @unchecked Sendable {
         watching server: ZMQSocket, allowList: ClientAllowList?, limiter: ConnectionLimiter?, loop: LoopCore,
         onDisconnect: ((Int32) -> Void)? = nil
     ) throws(TransportError) -> SocketMonitor {
-        let endpoint = "inproc://earshot.socket-monitor.\(next.add(1, ordering: .relaxed).newValue)"
-        try server.monitor(endpoint, events: events)
-        let pair = try ZMQSocket(.pair)
-        try pair.set(.linger, 0)
-        try pair.set(.receiveHighWaterMark, 0)
-        try pair.connect(endpoint)
-        let monitor = SocketMonitor(watched: server, pair: pair, allowList: allowList, limiter: limiter, loop: loop,
-                                    onDisconnect: onDisconnect)
+        let reader = try MonitorReader(watching: server, events: events, loop: loop)
+        let monitor = SocketMonitor(reader: reader, allowList: allowList, limiter: limiter, onDisconnect: onDisconnect)
         loop.attach(monitor)
         return monitor
     }
 
-    private init(watched: ZMQSocket, pair: ZMQSocket, allowList: ClientAllowList?, limiter: ConnectionLimiter?, loop: LoopCore,
-                 onDisconnect: ((Int32) -> Void)?) {
-        self.watched = watched
-        self.pair = pair
+    private init(reader: MonitorReader, allowList: ClientAllowList?, limiter: ConnectionLimiter?, onDisconnect: ((Int32) -> Void)?) {
+        self.reader = reader
         self.allowList = allowList
         self.limiter = limiter
-        self.loop = loop
         self.onDisconnect = onDisconnect
         batch.reserveCapacity(Self.batchSize)
     }
 
-    var pollSocket: ZMQSocket? { isDetached ? nil : pair }
+    var pollSocket: ZMQSocket? { reader.pollSocket }
 
     func socketReadable(now: ContinuousClock.Instant) {
         // Bounded, so that a flood of connections cannot keep the loop from its other sockets.
@@ -78,9 +59,8 @@ final class SocketMonitor: LoopAttachment, @unchecked Sendable {
     /// before a message on a descriptor that libzmq has since given to a new connection.
     @discardableResult
     func drain() -> Int {
-        guard !isDetached else { return 0 }
         batch.removeAll(keepingCapacity: true)
-        while batch.count < Self.batchSize, let e = MonitorEvent.receive(from: pair) {
+        while batch.count < Self.batchSize, let e = reader.next() {
             batch.append((e.event, e.value))
         }
         for (index, (event, value)) in batch.enumerated() {
@@ -89,9 +69,9 @@ final class SocketMonitor: LoopAttachment, @unchecked Sendable {
                 // A connection that already ended within this batch is left alone: its
                 // descriptor may be someone else's by now.
                 let endedSince = batch[(index + 1)...].contains { $0.event == ZMQ_EVENT_DISCONNECTED && $0.value == value }
-                if !endedSince { limiter?.accepted(value, by: ObjectIdentifier(watched)) }
+                if !endedSince { limiter?.accepted(value, by: ObjectIdentifier(reader.watched)) }
             case ZMQ_EVENT_DISCONNECTED:
-                limiter?.closed(value, by: ObjectIdentifier(watched))
+                limiter?.closed(value, by: ObjectIdentifier(reader.watched))
                 onDisconnect?(value)
             case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
                 allowList?.recordFailedHandshake(Self.reason(protocolError: value))
@@ -107,19 +87,14 @@ final class SocketMonitor: LoopAttachment, @unchecked Sendable {
     /// Asked before every poll; also where the monitor notices that its socket was closed
     /// (a server dropped, a publisher's socket replaced) and leaves the loop.
     func nextWakeup() -> ContinuousClock.Instant? {
-        if watched.isClosed, !isDetached, !leaving {
-            leaving = true
-            loop.detach(self)
-        }
+        reader.leaveOnceWatchedCloses(self)
         return nil
     }
 
     func timerFired(now: ContinuousClock.Instant) {}
 
     func detached() {
-        isDetached = true
-        watched.stopMonitoring()
-        pair.close()
+        reader.close()
     }
 
     /// What a protocol error most likely means, in the words an administrator needs.
