@@ -18,6 +18,7 @@ packages=(
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv
   libprotobuf-c-dev protobuf-c-compiler  # the C client (clients/c): protobuf-c runtime and protoc-c
   valgrind          # the C client's tests run under memcheck
+  gdb               # a test whose earshotd hangs prints its threads' stacks
 )
 
 missing=()

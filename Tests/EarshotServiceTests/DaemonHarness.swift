@@ -174,11 +174,38 @@ final class DaemonHarness: @unchecked Sendable {
             guard process.isRunning else { throw HarnessError("earshotd exited early: \(self.log)") }
             usleep(20_000)
         }
+        let stacks = Self.threadStacks(of: process.processIdentifier)
         stop()
-        throw HarnessError("earshotd did not report its endpoints: \(self.log)")
+        throw HarnessError("earshotd did not report its endpoints: \(self.log)\nits threads then:\n\(stacks)")
     }
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// Every thread's stack in `pid` (gdb in batch mode), for a daemon that hangs: the failure
+    /// then says where. Each thread's kernel wait channel when gdb is missing.
+    static func threadStacks(of pid: Int32) -> String {
+        let gdb = "/usr/bin/gdb"
+        if FileManager.default.isExecutableFile(atPath: gdb) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: gdb)
+            p.arguments = ["-batch", "-nx", "-p", "\(pid)", "-ex", "thread apply all bt 30"]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            p.standardInput = FileHandle.nullDevice
+            if (try? p.run()) != nil {
+                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                p.waitUntilExit()
+                return text.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(separator: "\n")
+            }
+        }
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.sorted().map { tid in
+            let name = ProcFile.text("/proc/\(pid)/task/\(tid)/comm")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            let wait = ProcFile.text("/proc/\(pid)/task/\(tid)/wchan") ?? "?"
+            return "\(tid) \(name): \(wait)"
+        }.joined(separator: "\n")
+    }
 
     /// The daemon's resident memory now, in MiB (VmRSS).
     var residentMegabytes: Double {

@@ -47,9 +47,8 @@ public final class Fingerprinter {
         precondition(frames >= 0, "rebase moves the origin forward only")
         guard frames > 0 else { return }
         let cut = Float(frames)
-        var dropped = 0
-        while dropped < peaks.count, peaks[dropped].time < cut { dropped += 1 }
-        peaks.removeSubrange(0..<dropped)
+        // Not only a leading run: interpolation leaves peaks up to half a frame out of order.
+        peaks.removeAll { $0.time < cut }
         for i in peaks.indices { peaks[i].time -= cut }
         picker.frameOrigin += frames
     }
@@ -59,7 +58,8 @@ public final class Fingerprinter {
         peaks.reserveCapacity(count)
     }
 
-    /// Decides the last frames and returns every peak, in time order.
+    /// Decides the last frames and returns every peak, in frame order (interpolated times may
+    /// be up to half a frame out of order; `Signature` sorts them).
     public func finish() -> [Peak] {
         picker.finish(peaks: &peaks)
         return peaks

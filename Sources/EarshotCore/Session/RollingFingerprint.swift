@@ -50,10 +50,10 @@ public final class RollingFingerprint {
         let start = end - length
         // Window start in the fingerprinter's frame coordinates.
         let startFrame = Float(start / hop - Double(fingerprinter.frameOrigin))
+        // Interpolation moves a peak up to half a frame, so peaks near the start are not in time
+        // order: every peak is checked, not only a leading run.
         var peaks = fingerprinter.currentPeaks()
-        var first = 0
-        while first < peaks.count, peaks[first].time < startFrame { first += 1 }
-        peaks.removeSubrange(0..<first)
+        peaks.removeAll { $0.time < startFrame }
         for i in peaks.indices { peaks[i].time -= startFrame }
         let signature = try Signature(duration: length, peaks: peaks)
         return (signature, start)

@@ -36,6 +36,21 @@ struct DaemonReport {
     var rssFileMB = 0.0
     var rssAnonMB = 0.0
     var catalogMB = 0.0
+    var steady = SteadyMatches()
+}
+
+/// `Match` on a prepared box while a clean programme plays, as a script calls it: one call after
+/// another, each answer counted. Every call should answer MATCH with the programme.
+struct SteadyMatches {
+    var programmeSeconds = 0.0
+    var calls = 0
+    var matches = 0
+    var noMatch = 0
+    var otherItem = 0
+    var errors = 0
+    /// Stream times (s) of the NO_MATCH answers' windows, and where in the looped programme they ended.
+    var noMatchAt: [(streamTime: Double, programme: Double)] = []
+    var latencies: [Double] = []
 }
 
 enum DaemonBenchmark {
@@ -74,6 +89,16 @@ enum DaemonBenchmark {
             }
             say(String(format: "Match round trip: p50 %.2f ms, p99 %.2f ms", Stats.percentile(r.sequential, 50)!, Stats.percentile(r.sequential, 99)!))
 
+        }
+
+        // 2b. 1,000 back-to-back calls while a clean programme plays, follow on as shipped (a
+        // stream is followed meanwhile), the programme looped so that the window crosses its seams.
+        do {
+            let steadyProgramme = try LiveBenchmark.programmeWAV(p, file, start: 30, seconds: 60, speed: 1, workDirectory)
+            let daemon = try DaemonProcess(path: daemonPath, state: state, programme: steadyProgramme,
+                                           settings: ["--security.mode=none"])
+            defer { daemon.stop() }
+            r.steady = try steadyMatches(daemon: daemon, calls: options.quick ? 300 : 1000, programmeSeconds: 60, expectedID: expectedID)
         }
 
         // 3. The same sequential Match calls with CURVE (the default): what encryption and
@@ -176,6 +201,36 @@ enum DaemonBenchmark {
         say("load: \(r.loadRate)/s for \(r.loadSeconds) s to 10 subscribers + 1 stalled: received \(r.loadReceived) of ≈\(r.loadExpected); gaps \(r.loadGaps); "
             + String(format: "Match during load p50 %.2f ms, p99 %.2f ms", Stats.percentile(r.matchDuringLoad, 50) ?? -1, Stats.percentile(r.matchDuringLoad, 99) ?? -1))
         return r
+    }
+
+    static func steadyMatches(daemon: DaemonProcess, calls: Int, programmeSeconds: Double, expectedID: String) throws -> SteadyMatches {
+        var m = SteadyMatches()
+        m.programmeSeconds = programmeSeconds
+        let client = try RpcClient(endpoint: daemon.rpc)
+        defer { client.close() }
+        Thread.sleep(forTimeInterval: 12)  // a full window heard
+        for _ in 0..<calls {
+            let t = Clock.now()
+            do {
+                let result = try blocking { () throws(RpcError) in try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest()) }
+                m.latencies.append((Clock.now() - t) * 1000)
+                switch result.outcome {
+                case .match where result.items.first?.mediaItem.id == expectedID: m.matches += 1
+                case .match: m.otherItem += 1
+                case .noMatch:
+                    m.noMatch += 1
+                    m.noMatchAt.append((result.streamTime, result.streamTime.truncatingRemainder(dividingBy: programmeSeconds)))
+                default: m.errors += 1
+                }
+            } catch {
+                m.errors += 1
+            }
+            m.calls += 1
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        say("steady Match: \(m.calls) calls: \(m.matches) MATCH, \(m.noMatch) NO_MATCH, \(m.otherItem) another item, \(m.errors) errors; "
+            + "NO_MATCH windows ended at stream/programme s: " + m.noMatchAt.map { String(format: "%.2f/%.2f", $0.streamTime, $0.programme) }.joined(separator: " "))
+        return m
     }
 
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws(RpcError) -> T) throws(RpcError) -> T {
@@ -381,6 +436,11 @@ extension Report {
         s += "| measure | result | target | |\n|---|---|---|---|\n"
         let p50 = Stats.percentile(r.sequential, 50) ?? .infinity, p99 = Stats.percentile(r.sequential, 99) ?? .infinity
         s += "| `Match` round trip, one client (\(r.sequential.count) calls) | p50 \(ms(r.sequential, 50)) ms, p99 \(ms(r.sequential, 99)) ms; wrong item \(r.sequentialWrong) | p50 ≤ 20 ms, p99 ≤ 50 ms | \(Fmt.passFail(p50 <= 20 && p99 <= 50)) |\n"
+        let m = r.steady
+        if m.calls > 0 {
+            let at = m.noMatchAt.map { Fmt.f($0.programme, 2) }.joined(separator: ", ")
+            s += "| `Match` on a prepared box, \(m.calls) calls back to back (50 ms apart) as shipped (following on), a clean \(Fmt.f(m.programmeSeconds)) s programme looped | \(m.matches) MATCH, \(m.noMatch) NO_MATCH\(at.isEmpty ? "" : " (windows ending at programme s \(at))"), \(m.otherItem) another item, \(m.errors) errors; p50 \(ms(m.latencies, 50)) ms, p99 \(ms(m.latencies, 99)) ms | every call MATCH | \(Fmt.passFail(m.matches == m.calls)) |\n"
+        }
         if !r.curveSequential.isEmpty {
             let added = (Stats.percentile(r.curveSequential, 99) ?? .infinity) - p99
             s += "| `Match` round trip with CURVE (the default; \(r.curveSequential.count) calls) | p50 \(ms(r.curveSequential, 50)) ms, p99 \(ms(r.curveSequential, 99)) ms: CURVE adds \(Fmt.f(added, 2)) ms to p99 | ≤ 5 ms added | \(Fmt.passFail(added <= 5)) |\n"

@@ -1,0 +1,36 @@
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Testing
+
+/// A script calling `Match` again and again on a prepared box while a clean programme plays:
+/// every call answers MATCH with the programme, wherever the window happens to start.
+@Suite("earshotd steady matches")
+struct DaemonSteadyMatchTests {
+    @Test func backToBackCallsAllAnswerTheProgramme() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.stop() }
+        let client = try daemon.client(.operator)
+        defer { client.close() }
+        // The minimum query heard, then 15 s of calls 20 ms apart: a new window every read of
+        // the source (64 ms), about 230 of them, each cut at a different place.
+        var first = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(30))
+        while first.streamTime < 4 {
+            try await Task.sleep(for: .milliseconds(200))
+            first = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(30))
+        }
+        var answers: [Earshot_V1_MatchResult] = []
+        let end = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < end {
+            answers.append(try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(10)))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let windows = Set(answers.map(\.streamTime))
+        #expect(windows.count >= 150, "only \(windows.count) different windows")
+        let missed = answers.filter { $0.outcome != .match || $0.items.first?.mediaItem.id != "piece1" }
+        #expect(missed.count == 0, """
+            \(missed.count) of \(answers.count) calls did not answer piece1: \
+            \(missed.map { "\($0.outcome) at stream time \($0.streamTime) s" }.joined(separator: ", "))
+            """)
+    }
+}
