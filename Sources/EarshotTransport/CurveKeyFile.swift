@@ -24,13 +24,14 @@ public enum CurveKeyFile {
         }
     }
 
-    /// The one key in a key file (public or secret), checked to be 40 characters of Z85.
+    /// The one key in a key file (public or secret), checked to be 40 characters of Z85. A
+    /// client's `.pub` holds its allow-list line, "<key> <name> <role>": its first field is the key.
     public static func readKey(_ path: String) throws(Problem) -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw Problem(message: "\(path): cannot read the key file")
         }
         let lines = text.split(whereSeparator: \.isNewline)
-            .map { line in String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .map { line in line.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "" }
             .filter { !$0.isEmpty && !($0.hasPrefix("#") && !CurveKeyPair.isValidKey($0)) }
         guard lines.count == 1, CurveKeyPair.isValidKey(lines[0]) else {
             throw Problem(message: "\(path): a key file holds one 40-character Z85 key (and '#' comments)")
@@ -54,6 +55,11 @@ public enum CurveKeyFile {
     /// Writes a public key file (mode 0644), atomically too.
     public static func writePublic(_ publicKey: String, to path: String, comment: String) throws(Problem) {
         try write("# \(comment)\n\(publicKey)\n", to: path, mode: 0o644)
+    }
+
+    /// Writes a client's `.pub`: its allow-list line after a comment (mode 0644, atomically).
+    public static func writeAllowListLine(_ line: String, to path: String, comment: String) throws(Problem) {
+        try write("# \(comment)\n\(line)\n", to: path, mode: 0o644)
     }
 
     static func write(_ text: String, to path: String, mode: mode_t) throws(Problem) {

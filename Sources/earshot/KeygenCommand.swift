@@ -9,9 +9,14 @@ struct KeygenCommand: ParsableCommand {
         commandName: "keygen",
         abstract: "Make a client key pair for `earshot remote` and other Earshot clients.",
         discussion: """
-            Writes NAME.key (the secret key, mode 0600: keep it on the client) and NAME.pub (the \
-            public key), and prints the line to add to the daemon's allow-list \
-            (<state_directory>/clients.allow). Change the role at its end to viewer, operator or admin.
+            Writes NAME.key (the secret key, mode 0600: keep it on the client) and NAME.pub, and \
+            prints the line for the daemon's allow-list (<state_directory>/clients.allow): \
+            "<public key> <name> <role>". NAME.pub holds the same line after a '#' comment, so \
+            appending the file to the allow-list admits the client: \
+            cat NAME.pub >> /var/lib/earshot/clients.allow
+
+            Roles: viewer (events, state, health, its own library), operator (+ prepare, match, \
+            cues), admin (+ catalogs, every library).
 
             --author makes a catalog author's Ed25519 key instead: NAME.author.key (secret, for \
             `earshot catalog sign`) and NAME.author.pub (the line for a box's trusted-authors file, \
@@ -21,8 +26,17 @@ struct KeygenCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Path and name of the files, without extension; the allow-list name is its last part.", valueName: "name"))
     var output = "earshot-client"
 
+    @Option(help: ArgumentHelp("The role the allow-list line gives the client: viewer, operator or admin.", valueName: "role"))
+    var role = ClientRole.operator.rawValue
+
     @Flag(help: "Replace existing key files.") var force = false
     @Flag(help: "Make a catalog author's signing key (Ed25519) instead of a client key.") var author = false
+
+    func validate() throws {
+        guard ClientRole(rawValue: role) != nil else {
+            throw ValidationError("--role \(role): a role is viewer, operator or admin")
+        }
+    }
 
     func run() throws {
         if author { return try makeAuthorKey() }
@@ -34,11 +48,13 @@ struct KeygenCommand: ParsableCommand {
         do {
             let pair = try CurveKeyPair.generate()
             try CurveKeyFile.writeSecret(pair, to: secretPath, comment: "Earshot client secret key for \(name): keep private")
-            try CurveKeyFile.writePublic(pair.publicKey, to: publicPath, comment: "Earshot client public key for \(name)")
+            let line = "\(pair.publicKey) \(name) \(role)"
+            try CurveKeyFile.writeAllowListLine(line, to: publicPath,
+                                               comment: "Earshot client \(name), role \(role): append this file to a daemon's clients.allow")
             print("public key: \(pair.publicKey)")
-            print("wrote \(secretPath) (secret, mode 0600) and \(publicPath)")
-            print("add this line to the daemon's allow-list (role: viewer, operator or admin):")
-            print("\(pair.publicKey) \(name) operator")
+            print("wrote \(secretPath) (secret, mode 0600) and \(publicPath) (its allow-list line)")
+            print("add this line to the daemon's allow-list, or append \(publicPath) to it:")
+            print(line)
         } catch let problem as CurveKeyFile.Problem {
             throw CLIFailure(problem.message, status: .internalFailure)
         }

@@ -29,6 +29,31 @@ struct RemoteCLITests {
         return ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
     }
 
+    /// A key made with `keygen --role viewer`, its .pub appended to the allow-list as it is: the
+    /// client is admitted as a viewer, and nothing more.
+    @Test func aPubFileAppendedToTheAllowListAdmitsItsRole() throws {
+        let daemon = try DaemonHarness()
+        let dir = daemon.directory.path
+        let keygen = try earshot(["keygen", "-o", dir + "/phone", "--role", "viewer"])
+        #expect(keygen.status == 0, "\(keygen.err)")
+        let allowList = try FileHandle(forWritingTo: daemon.allowListURL)
+        try allowList.seekToEnd()
+        try allowList.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: dir + "/phone.pub")))
+        try allowList.close()
+        let k = ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", dir + "/phone.key", "--timeout", "10"]
+        // Re-read within a second of the change.
+        var state = try earshot(["remote", "state", "--server", daemon.rpcEndpoint] + k)
+        for _ in 0..<10 where state.status != 0 {
+            Thread.sleep(forTimeInterval: 0.5)
+            state = try earshot(["remote", "state", "--server", daemon.rpcEndpoint] + k)
+        }
+        #expect(state.status == 0, "\(state.err)")
+        let match = try earshot(["remote", "match", "--server", daemon.rpcEndpoint] + k)
+        #expect(match.status != 0)
+        #expect(match.err.contains("PERMISSION_DENIED"), "\(match.err)")
+        #expect(daemon.log.contains("allow-list re-read (file changed): 4 client(s)"), "\(daemon.log)")
+    }
+
     @Test func matchStateStreamAndWatch() throws {
         let daemon = try DaemonHarness()
         let k = try keys(daemon)
