@@ -14,8 +14,9 @@ enum ReferenceInputs {
 
     /// The signature of each input, in order. Files are decoded and fingerprinted on every core
     /// at once, one file per core; the first failure (in input order) is the command's, and no
-    /// new file is started after one.
-    static func signatures(of inputs: [String], quiet: Bool) throws(CLIFailure) -> [Signature] {
+    /// new file is started after one. `forCatalog`: progress counts the peaks a catalog keeps of
+    /// each (its selection), the number `catalog display` shows.
+    static func signatures(of inputs: [String], quiet: Bool, forCatalog: Bool = true) throws(CLIFailure) -> [Signature] {
         let progress = ProgressLine(total: inputs.count, quiet: quiet)
         defer { progress.end() }
         let results = Locked([Result<Signature, CLIFailure>?](repeating: nil, count: inputs.count))
@@ -31,7 +32,10 @@ enum ReferenceInputs {
                 let result: Result<Signature, CLIFailure>
                 do throws(CLIFailure) {
                     let signature = try SignatureInput.load(input) { progress.update(k, name, fraction: $0) }
-                    progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(signature.peaks.count) peaks")
+                    let peaks = forCatalog
+                        ? "\(Format.count(PeakSelection.select(signature.peaks, PeakSelection.reference).count)) peaks kept of \(Format.count(signature.peaks.count))"
+                        : "\(Format.count(signature.peaks.count)) peaks"
+                    progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(peaks)")
                     result = .success(signature)
                 } catch {
                     failed.store(true, ordering: .relaxed)

@@ -42,7 +42,7 @@ struct RemoteCatalogListCommand: ParsableCommand {
             [c.name, RemoteFormat.catalogState(c), c.version > 0 ? "v\(c.version)" : "-", c.referenceCount > 0 ? "\(c.referenceCount)" : "-",
              c.byteCount > 0 ? RemoteFormat.bytes(Int(clamping: c.byteCount)) : "-", String(c.sha256.prefix(12)),
              c.installedAt.isEmpty ? "-" : String(c.installedAt.prefix(19)),
-             c.signerKey.isEmpty ? "unsigned" : (c.signerName.isEmpty ? String(c.signerKey.prefix(12)) + "…" : c.signerName)]
+             RemoteFormat.signer(c)]
         }
         if !rows.isEmpty {
             RemoteFormat.table(["NAME", "STATE", "VERSION", "REFS", "SIZE", "SHA256", "INSTALLED", "SIGNER"], rows).forEach { print($0) }
@@ -68,10 +68,13 @@ struct RemoteCatalogDescribeCommand: ParsableCommand {
         let reply = try remote.call(Methods.Catalogs.describe, request)
         if json { return print(RemoteFormat.json(reply)) }
         let s = reply.summary
-        print("\(s.name) v\(s.version): \(RemoteFormat.catalogState(s)), \(s.referenceCount) references, \(RemoteFormat.bytes(Int(clamping: s.byteCount)))")
-        print("  sha256:    \(s.sha256)")
-        print("  installed: \(s.installedAt)")
-        print("  signed by: \(s.signerKey.isEmpty ? "nobody (unsigned)" : s.signerName.isEmpty ? s.signerKey : "\(s.signerName) (\(s.signerKey))")")
+        print("\(RemoteFormat.nameAndVersion(s)): \(RemoteFormat.catalogState(s)), \(s.referenceCount) references, \(RemoteFormat.bytes(Int(clamping: s.byteCount)))")
+        if !s.failure.isEmpty { print("  failure:   \(s.failure)") }
+        print("  sha256:    \(s.sha256.isEmpty ? "-" : s.sha256)")
+        print("  installed: \(s.installedAt.isEmpty ? "-" : s.installedAt)")
+        let signer = RemoteFormat.signer(s) == "-" ? "unknown (the box could not read the catalog)"
+            : s.signerKey.isEmpty ? "nobody (unsigned)" : s.signerName.isEmpty ? s.signerKey : "\(s.signerName) (\(s.signerKey))"
+        print("  signed by: \(signer)")
         for r in reply.references {
             print("reference \(r.index): \(String(format: "%.1f", r.durationSeconds)) s")
             for item in r.mediaItems { print("  - \(item.title.isEmpty ? item.id : item.title)") }
@@ -100,7 +103,7 @@ struct RemoteCatalogEnableCommand: RemoteCatalogNameCommand {
 
     func run() throws {
         let s = try remote.call(Methods.Catalogs.enable, request)
-        print("\(s.name) v\(s.version): \(RemoteFormat.catalogState(s))")
+        print("\(RemoteFormat.nameAndVersion(s)): \(RemoteFormat.catalogState(s))")
     }
 }
 
@@ -112,7 +115,7 @@ struct RemoteCatalogDisableCommand: RemoteCatalogNameCommand {
 
     func run() throws {
         let s = try remote.call(Methods.Catalogs.disable, request)
-        print("\(s.name) v\(s.version): \(RemoteFormat.catalogState(s))")
+        print("\(RemoteFormat.nameAndVersion(s)): \(RemoteFormat.catalogState(s))")
     }
 }
 
@@ -124,6 +127,7 @@ struct RemoteCatalogRemoveCommand: RemoteCatalogNameCommand {
 
     func run() throws {
         let reply = try remote.call(Methods.Catalogs.remove, request)
-        print("removed \(reply.removed.name) v\(reply.removed.version)")
+        let removed = reply.removed
+        print("removed \(RemoteFormat.nameAndVersion(removed))\(removed.failure.isEmpty ? "" : " (it had failed to load: \(removed.failure))")")
     }
 }

@@ -63,6 +63,8 @@ struct RemoteCatalogPushCommand: ParsableCommand {
     var chunkKiB = 1024
 
     @Flag(help: "No progress lines.") var quiet = false
+    @Flag(help: "Print the outcome per box as JSON: box, ok, result, catalog, version, replaced, sent_bytes, seconds.")
+    var json = false
 
     func validate() throws {
         guard (1...3072).contains(chunkKiB) else { throw ValidationError("--chunk-kib must be within 1…3072") }
@@ -80,7 +82,8 @@ struct RemoteCatalogPushCommand: ParsableCommand {
         let verified = try CatalogFile.verify(file)
         let upload = try CatalogUpload(path: file, name: catalogName, enable: enable, verified: verified,
                                        chunkBytes: chunkKiB * 1024)
-        let progress = PushProgress(boxes: boxes.map(\.endpoint), total: upload.size, quiet: quiet)
+        // One box: its result line (or error) says how it ended, so progress never repeats it.
+        let progress = PushProgress(boxes: boxes.map(\.endpoint), total: upload.size, quiet: quiet, showsEnd: boxes.count > 1)
         let timeout = Duration.milliseconds(Int(self.timeout * 1000))
         // Each box keeps the bytes it acknowledged: the same command resumes where they stop.
         let signals = StopSignals { _ in
@@ -108,18 +111,31 @@ struct RemoteCatalogPushCommand: ParsableCommand {
             }
         }
         progress.end()
-        if boxes.count == 1, let only = outcomes.first {
+        let failed = outcomes.filter(\.failed).count
+        if json {
+            print(Format.jsonText(.array(zip(boxes, outcomes).map { box, o in o.json(box: box.endpoint) })))
+        } else if boxes.count == 1, let only = outcomes.first {
             if case .failed(let message) = only.result { throw CLIFailure("\(boxes[0].endpoint): \(message)", status: .remote) }
             print("\(boxes[0].endpoint): \(only.summary)")
             return
+        } else {
+            // A long refusal would stretch every row: the table cuts it, and the full text follows.
+            let rows = zip(boxes, outcomes).map { box, o in
+                [box.endpoint, Self.cut(o.summary), RemoteFormat.bytes(o.sentBytes), String(format: "%.1f s", o.seconds),
+                 o.seconds > 0 ? RemoteFormat.bytes(Int(Double(o.sentBytes) / o.seconds)) + "/s" : "-"]
+            }
+            RemoteFormat.table(["BOX", "RESULT", "SENT", "TIME", "RATE"], rows).forEach { print($0) }
+            for (box, o) in zip(boxes, outcomes) where Self.cut(o.summary) != o.summary { print("\(box.endpoint): \(o.summary)") }
         }
-        let rows = zip(boxes, outcomes).map { box, o in
-            [box.endpoint, o.summary, RemoteFormat.bytes(o.sentBytes), String(format: "%.1f s", o.seconds),
-             o.seconds > 0 ? RemoteFormat.bytes(Int(Double(o.sentBytes) / o.seconds)) + "/s" : "-"]
-        }
-        RemoteFormat.table(["BOX", "RESULT", "SENT", "TIME", "RATE"], rows).forEach { print($0) }
-        let failed = outcomes.filter(\.failed).count
         if failed > 0 { throw CLIFailure("\(failed) of \(boxes.count) boxes failed", status: .remote) }
+    }
+
+    /// The widest RESULT cell of the fleet table.
+    static let resultWidth = 60
+
+    /// `text` cut to `resultWidth` characters, ending "…" when cut.
+    static func cut(_ text: String) -> String {
+        text.count <= resultWidth ? text : String(text.prefix(resultWidth - 1)) + "…"
     }
 
     /// The boxes, each with its CURVE keys (nil: plain TCP).
@@ -186,6 +202,23 @@ struct PushOutcome: Sendable {
     let seconds: Double
 
     var failed: Bool { if case .failed = result { true } else { false } }
+
+    /// The outcome for `--json`.
+    func json(box: String) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "box": .string(box), "ok": .bool(!failed), "result": .string(summary),
+            "sent_bytes": .number(Double(sentBytes)), "seconds": .number(seconds),
+        ]
+        switch result {
+        case .installed(let r):
+            object["catalog"] = .string(r.catalog.name)
+            object["version"] = .number(Double(r.catalog.version))
+            object["replaced"] = .bool(r.replaced)
+        case .failed(let message):
+            object["error"] = .string(message)
+        }
+        return .object(object)
+    }
 
     var summary: String {
         switch result {
@@ -318,12 +351,16 @@ final class PushProgress: Sendable {
     private let total: Int
     private let quiet: Bool
     private let inPlace = Terminal.stderrIsTerminal
+    /// Whether a box's end is a progress line of its own (several boxes; one box's end is the
+    /// command's result line instead).
+    private let showsEnd: Bool
     private let drawn = Locked<(lines: Int, at: ContinuousClock.Instant?)>((0, nil))
 
-    init(boxes: [String], total: Int, quiet: Bool) {
+    init(boxes: [String], total: Int, quiet: Bool, showsEnd: Bool = true) {
         self.boxes = Locked(boxes.map { Box(endpoint: $0) })
         self.total = total
         self.quiet = quiet
+        self.showsEnd = showsEnd
     }
 
     func update(_ index: Int, held: Int, resumedFrom: Int) {
@@ -348,12 +385,19 @@ final class PushProgress: Sendable {
             all[index].done = summary
             return "\(all[index].endpoint): \(summary)"
         }
+        guard showsEnd else { return }
         if inPlace { redraw(force: true) } else { Terminal.error(line) }
     }
 
+    /// The last drawing: every box's end (several boxes), or the progress line cleared (one box).
     func end() {
         guard !quiet, inPlace else { return }
-        redraw(force: true)
+        if showsEnd { return redraw(force: true) }
+        drawn.withLock { d in
+            guard d.lines > 0 else { return }
+            Terminal.errorRaw("\u{1B}[\(d.lines)A" + String(repeating: "\r\u{1B}[K\n", count: d.lines) + "\u{1B}[\(d.lines)A")
+            d = (0, .now)
+        }
     }
 
     private func redraw(force: Bool) {
@@ -371,9 +415,12 @@ final class PushProgress: Sendable {
     private static func describe(_ b: Box, total: Int) -> String {
         let seconds = CatalogUpload.seconds(since: b.started)
         let rate = seconds > 0.05 ? Double(b.held - b.resumedFrom) / seconds : 0
-        let eta = rate > 0 ? String(format: "ETA %.0f s", Double(total - b.held) / rate) : "ETA -"
         let percent = total > 0 ? b.held * 100 / total : 100
         let resumed = b.resumedFrom > 0 ? " (resumed at \(RemoteFormat.bytes(b.resumedFrom)))" : ""
-        return "\(b.endpoint): \(percent)% \(RemoteFormat.bytes(b.held)) of \(RemoteFormat.bytes(total)), \(RemoteFormat.bytes(Int(rate)))/s, \(eta)\(resumed)"
+        let head = "\(b.endpoint): \(percent)% \(RemoteFormat.bytes(b.held)) of \(RemoteFormat.bytes(total))"
+        // Every byte on the box: what is left is its check and swap, not a transfer to time.
+        if b.held >= total { return "\(head), all sent; the box checks it\(resumed)" }
+        guard rate > 0 else { return "\(head), starting\(resumed)" }
+        return "\(head), \(RemoteFormat.bytes(Int(rate)))/s, ETA \(Int((Double(total - b.held) / rate).rounded(.up))) s\(resumed)"
     }
 }

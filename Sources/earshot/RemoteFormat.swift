@@ -70,6 +70,19 @@ enum RemoteFormat {
     }
 
     /// "active", "disabled", "loading" or "failed".
+    /// "show v3", or "show" for a catalog that never loaded (it has no version).
+    static func nameAndVersion(_ c: Earshot_V1_CatalogSummary) -> String {
+        c.version > 0 ? "\(c.name) v\(c.version)" : c.name
+    }
+
+    /// Who signed a catalog, for a table: the author's name (or the key's start), "unsigned", or
+    /// "-" when the box could not read the catalog (a FAILED one: it is not known).
+    static func signer(_ c: Earshot_V1_CatalogSummary) -> String {
+        if c.state == .failed || c.sha256.isEmpty { return "-" }
+        if c.signerKey.isEmpty { return "unsigned" }
+        return c.signerName.isEmpty ? String(c.signerKey.prefix(12)) + "…" : c.signerName
+    }
+
     static func catalogState(_ c: Earshot_V1_CatalogSummary) -> String {
         switch c.state {
         case .active, .loaded: "active"

@@ -28,7 +28,7 @@ struct SignatureCommand: ParsableCommand {
     func run() throws {
         // Off a terminal, a "[1/1]" line would only repeat the summary printed below.
         let quiet = quietOption.quiet || !Terminal.stderrIsTerminal
-        let signature = try ReferenceInputs.signatures(of: [media], quiet: quiet)[0]
+        let signature = try ReferenceInputs.signatures(of: [media], quiet: quiet, forCatalog: false)[0]
         do { try AtomicFile.write(signature.dataRepresentation, to: output) } catch { throw CLIFailure.output(output, error) }
         print("\(output): \(Format.seconds(signature.duration)), \(Format.count(signature.peaks.count)) peaks")
     }

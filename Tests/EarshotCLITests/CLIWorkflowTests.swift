@@ -60,6 +60,14 @@ struct CLIWorkflowTests {
         #expect(text.stdout.contains("reference 1: 30.00 s"))
         #expect(text.stdout.contains("timeRanges: 10-30"))
         #expect(text.stdout.contains(#"custom.question: {"answer":4,"text":"2+2?"}"#))
+        // create and display count the same peaks: those the catalog keeps.
+        for (k, input) in ["episode1.wav", "episode2.earsig", "ad.wav"].enumerated() {
+            let made = try #require(create.stderr.split(separator: "\n").first { $0.hasPrefix("[\(k + 1)/3] \(input): ") })
+            let kept = try #require(made.split(separator: ", ").last?.split(separator: " ").first.map(String.init), "\(made)")
+            #expect(made.contains("\(kept) peaks kept of "), "\(made)")
+            #expect(text.stdout.contains("reference \(k): ") && text.stdout.split(separator: "\n")
+                .contains { $0.hasPrefix("reference \(k): ") && $0.hasSuffix(", \(kept) peaks") }, "\(made) vs \(text.stdout)")
+        }
 
         // An excerpt 12 s into episode 2: inside q2's range, so q2 first, then the unranged ep2.
         try AudioFixtures.writeExcerpt("clip.wav", of: episode2, from: 12, length: 8, in: ws)

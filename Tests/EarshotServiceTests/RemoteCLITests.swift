@@ -235,6 +235,81 @@ struct RemoteCLITests {
         #expect(denied.status == 5 && denied.err.contains("PERMISSION_DENIED"), "\(denied.err)")
     }
 
+    /// A catalog the box could not load is listed FAILED with its signer unknown (not "unsigned"),
+    /// and removing it says what it was, without a version it never had.
+    @Test func aFailedCatalogHasNoSignerOrVersionToShow() throws {
+        let daemon = try DaemonHarness()
+        let dir = daemon.directory.path
+        let adminKey = dir + "/admin.key"
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: adminKey, comment: "test admin")
+        let signed = dir + "/flip.earcat"
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: signed))
+        _ = try earshot(["keygen", "--author", "-o", dir + "/studio"])
+        #expect(try earshot(["catalog", "sign", "-c", signed, "--key", dir + "/studio.author.key"]).status == 0)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: signed)))
+        bytes[bytes.count / 2] ^= 0xFF
+        try Data(bytes).write(to: daemon.directory.appendingPathComponent("state/catalogs/flip.earcat"))
+        let k = ["--server", daemon.rpcEndpoint, "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", adminKey]
+        var list = try earshot(["remote", "catalog", "list"] + k)
+        for _ in 0..<20 where !list.out.contains("FAILED") {
+            Thread.sleep(forTimeInterval: 0.25)
+            list = try earshot(["remote", "catalog", "list"] + k)
+        }
+        let row = try #require(list.out.split(separator: "\n").first { $0.hasPrefix("flip ") }, "\(list.out)")
+        #expect(row.contains("FAILED") && !row.contains("unsigned") && row.hasSuffix(" -"), "\(row)")
+        let describe = try earshot(["remote", "catalog", "describe", "flip"] + k)
+        #expect(describe.status == 5 && describe.err.contains("catalog \"flip\" failed to load: "), "\(describe.err)")
+        let removed = try earshot(["remote", "catalog", "remove", "flip"] + k)
+        #expect(removed.status == 0, "\(removed.err)")
+        #expect(removed.out.hasPrefix("removed flip (it had failed to load: ") && !removed.out.contains("v0"), "\(removed.out)")
+    }
+
+    /// A push says how it ended once: one box's failure is the error alone, a fleet's table cuts a
+    /// long refusal and prints it whole below, `--json` carries every outcome, and progress at
+    /// 100 % says the bytes are all sent rather than "0 B/s, ETA -".
+    @Test func pushOutcomesAreSaidOnceAndFitTheTable() throws {
+        let one = try DaemonHarness(), two = try DaemonHarness()
+        let dir = one.directory.path
+        let adminKey = dir + "/admin.key"
+        try CurveKeyFile.writeSecret(try #require(one.clientKeys[.admin]), to: adminKey, comment: "test admin")
+        let catalog = dir + "/show.earcat"
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let keyOne = try #require(one.serverPublicKey), keyTwo = try #require(two.serverPublicKey)
+
+        // Box two does not know this admin key.
+        let alone = try earshot(["remote", "catalog", "push", catalog, "--server", two.rpcEndpoint, "--server-key=" + keyTwo,
+                                 "--key", adminKey, "--timeout", "5"])
+        #expect(alone.status == 5)
+        #expect(alone.out.isEmpty, "\(alone.out)")
+        #expect(alone.err.components(separatedBy: "refused this client's key").count == 2, "said more than once:\n\(alone.err)")
+
+        let fleet = dir + "/fleet.txt"
+        try "\(one.rpcEndpoint) \(keyOne)\n\(two.rpcEndpoint) \(keyTwo)\n".write(toFile: fleet, atomically: true, encoding: .utf8)
+        let push = try earshot(["remote", "catalog", "push", catalog, "--servers-file", fleet, "--key", adminKey, "--timeout", "5"])
+        #expect(push.status == 5)
+        let lines = push.out.split(separator: "\n").map(String.init)
+        let rowTwo = try #require(lines.first { $0.hasPrefix(two.rpcEndpoint + " ") }, "\(push.out)")
+        #expect(rowTwo.contains("FAILED: ") && rowTwo.contains("…"), "\(rowTwo)")
+        #expect(lines.allSatisfy { $0.count <= 130 }, "\(push.out)")
+        #expect(lines.contains { $0.hasPrefix(two.rpcEndpoint + ": FAILED: ") && $0.hasSuffix("(not in its allow-list?)") }, "\(push.out)")
+        #expect(lines.contains { $0.hasPrefix(one.rpcEndpoint + " ") && ($0.contains("replaced show v") || $0.contains("installed show v")) },
+                "\(push.out)")
+        // Progress (not a terminal: a line per quarter) never shows a rate of nothing at 100 %.
+        let progress = push.err.split(separator: "\n").filter { $0.contains("% ") }
+        #expect(!progress.isEmpty && progress.allSatisfy { !$0.contains("0 B/s") && !$0.contains("ETA -") }, "\(push.err)")
+        #expect(progress.contains { $0.contains("100% ") && $0.contains("all sent") }, "\(push.err)")
+
+        let json = try earshot(["remote", "catalog", "push", catalog, "--servers-file", fleet, "--key", adminKey, "--timeout", "5",
+                                "--json", "--quiet"])
+        #expect(json.status == 5)
+        let outcomes = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]], "\(json.out)")
+        #expect(outcomes.count == 2)
+        #expect(outcomes.first { $0["box"] as? String == one.rpcEndpoint }?["ok"] as? Bool == true)
+        let failed = try #require(outcomes.first { $0["box"] as? String == two.rpcEndpoint })
+        #expect(failed["ok"] as? Bool == false)
+        #expect((failed["error"] as? String)?.hasSuffix("(not in its allow-list?)") == true, "\(failed)")
+    }
+
     /// Following commands write each line when its event comes, whatever stdout is (here a pipe,
     /// as for a program reading `--json`), and SIGTERM ends them cleanly: status 0, every line
     /// written whole.
