@@ -129,7 +129,7 @@ public final class Daemon: Sendable {
         let limiter = ConnectionLimiter(limits: .init(maximumConnections: descriptors.connections,
                                                       maximumPerAddress: c.maximumConnectionsPerAddress))
         let raised = descriptors.limit > descriptors.limitBefore ? " (raised from \(descriptors.limitBefore))" : ""
-        logger.info("file descriptors: limit \(descriptors.limit)\(raised), \(descriptors.inUse) in use; up to \(limiter.limits.maximumConnections) connections (\(limiter.limits.maximumPerAddress) per address), \(descriptors.reserve) kept for the daemon's own files and \(DescriptorBudget.burstAllowance) for a burst past the closing door")
+        logger.info("clients: up to \(limiter.limits.maximumConnections) connections at once, \(limiter.limits.maximumPerAddress) from one address (file descriptors: limit \(descriptors.limit)\(raised), \(descriptors.inUse) in use, \(descriptors.reserve + DescriptorBudget.burstAllowance) kept for the daemon's own files and for connections still closing)")
         if descriptors.connections < c.maximumConnections {
             logger.notice("rpc.max_connections = \(c.maximumConnections) does not fit the descriptor limit of \(descriptors.limit); allowing \(descriptors.connections) (raise LimitNOFILE)")
         }

@@ -10,6 +10,11 @@ enum Format {
     static func percent(_ fraction: Double) -> String { String(format: "%+.2f %%", fraction * 100) }
 
     /// "1,234,567".
+    /// "1 item", "12 items", "1,204 items": a count with its noun, singular for one.
+    static func count(_ value: Int, _ noun: String) -> String {
+        "\(count(value)) \(noun)\(value == 1 ? "" : "s")"
+    }
+
     static func count(_ value: Int) -> String {
         let digits = String(value)
         var out = ""

@@ -255,7 +255,7 @@ struct RemoteLibraryExportCommand: ParsableCommand {
         do throws(SystemError) { try AtomicFile.write(Array(text.utf8), to: output) } catch {
             throw CLIFailure(error.message, status: .internalFailure)
         }
-        Terminal.error("earshot: wrote \(items.count) item\(items.count == 1 ? "" : "s") to \(output)")
+        print("wrote \(Format.count(items.count, "item")) to \(output)")
     }
 }
 
@@ -354,18 +354,20 @@ enum LibraryFormat {
         let head = "v\(c.version) \(kind(c.kind))"
         switch c.kind {
         case .added:
-            let names = c.items.map { "\($0.id) \(RemoteFormat.name($0.item.mediaItem))" }
+            // Items added then removed before this reader caught up are named by count only.
+            var parts = c.items.map { "\($0.id) \(RemoteFormat.name($0.item.mediaItem))" }
             let gone = c.itemIds.count - c.items.count
-            return "\(head): " + names.joined(separator: "; ") + (gone > 0 ? " (+\(gone) removed since)" : "") + " — \(c.itemCount) now"
-        case .removed: return "\(head): \(c.itemIds.joined(separator: " ")) — \(c.itemCount) now"
+            if gone > 0 { parts.append("\(Format.count(gone, "item")) removed since") }
+            return "\(head): " + parts.joined(separator: "; ") + " — \(Format.count(Int(c.itemCount), "item")) now"
+        case .removed: return "\(head): \(c.itemIds.joined(separator: " ")) — \(Format.count(Int(c.itemCount), "item")) now"
         case .cleared: return "\(head): an admin deleted every item"
-        case .resync: return "\(head): too far behind, or the library was restored; list it again (\(c.itemCount) items)"
-        case .current: return "\(head): up to date, \(c.itemCount) items"
+        case .resync: return "\(head): too far behind, or the library was restored; list it again (\(Format.count(Int(c.itemCount), "item")))"
+        case .current: return "\(head): up to date, \(Format.count(Int(c.itemCount), "item"))"
         default: return head
         }
     }
 
     static func notice(_ n: Earshot_V1_LibraryNotice) -> String {
-        "library: owner \(n.ownerHash.prefix(8)) v\(n.version) \(kind(n.kind)) \(n.changed) → \(n.itemCount) items"
+        "library: owner \(n.ownerHash.prefix(8)) v\(n.version) \(kind(n.kind)) \(n.changed) → \(Format.count(Int(n.itemCount), "item"))"
     }
 }

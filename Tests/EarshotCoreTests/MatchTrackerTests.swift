@@ -29,6 +29,20 @@ struct MatchTrackerTests {
         #expect(other?.isRepeat == false)
     }
 
+    /// A reference holding several media items by time range (a show's segments): playback that
+    /// crosses into the next item's range is news, although it continues the same reference.
+    @Test func theNextMediaItemOfAReferenceIsNotARepeat() {
+        func segment(_ id: String, _ current: Double) -> MatchResult {
+            .match([MatchedMediaItem(mediaItem: MediaItem(id: id), matchOffset: current - 12, predictedCurrentMatchOffset: current,
+                                     frequencySkew: 0, timeSkew: 0, confidence: 0.9, referenceIndex: 1)])
+        }
+        var tracker = MatchTracker()
+        #expect(tracker.track(segment("q1", 9), streamTime: 100)?.isRepeat == false)
+        #expect(tracker.track(segment("q1", 10), streamTime: 101)?.isRepeat == true)
+        #expect(tracker.track(segment("q2", 11), streamTime: 102)?.isRepeat == false)
+        #expect(tracker.track(segment("q2", 12), streamTime: 103)?.isRepeat == true)
+    }
+
     /// A repeated section matches at each place it occurs: the tracker puts first the position
     /// that continues what it followed, whichever the matcher ranked first.
     @Test func repeatedSectionResolvedByWhatWasHeardBefore() {

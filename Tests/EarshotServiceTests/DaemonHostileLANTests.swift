@@ -36,6 +36,8 @@ struct DaemonHostileLANTests {
         // 256 descriptors, as if systemd's 1024 had been hit by 4× the connections.
         let daemon = try DaemonHarness(settings: Self.quiet, fileLimit: 256)
         #expect(daemon.log.contains("file descriptors: limit 256"))
+        // The start line says what an operator can act on, in their words.
+        #expect(daemon.log.contains("clients: up to ") && !daemon.log.contains("closing door"), "\(daemon.log)")
         let client = try daemon.client(.operator)
         defer { client.close() }
         _ = try await client.call(Methods.Health.check, Earshot_V1_HealthCheckRequest())

@@ -74,6 +74,8 @@ struct RemoteCLITests {
         let stream = try earshot(["remote", "stream", "--server", daemon.rpcEndpoint, "--duration", "3", "--repeats"] + k)
         #expect(stream.status == 0, "\(stream.err)")
         #expect(stream.out.split(separator: "\n").filter { $0.contains("Piece 1") }.count >= 2)
+        // The first line that names an item is news to this stream, whoever heard it before.
+        #expect(stream.out.split(separator: "\n").first { $0.contains("Piece 1") }?.hasPrefix("match: ") == true, "\(stream.out)")
 
         let watch = try earshot(["remote", "watch", "--server", daemon.rpcEndpoint, "--events", daemon.eventsEndpoint,
                                  "--duration", "2.5", "--timeout", "60"] + k)
@@ -176,6 +178,13 @@ struct RemoteCLITests {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
         #expect((document["items"] as? [[String: Any]])?.map { $0["id"] as? String } == [ids[1]])
         #expect(document["version"] as? Int == 3)
+        // A result is a result: on stdout, without the "earshot:" of diagnostics.
+        #expect(export.out == "wrote 1 item to \(file)\n" && export.err.isEmpty, "\(export.out) \(export.err)")
+        // The newest item (added at v2) is gone since: a count says so, and one is "1 item".
+        let rewatch = try earshot(["remote", "library", "watch", "--from-version", "0", "--duration", "1"] + server + k)
+        let second = try #require(rewatch.out.split(separator: "\n").first { $0.hasPrefix("v2 ") }.map(String.init), "\(rewatch.out)")
+        #expect(second.hasPrefix("v2 added: 1 item removed since — "), "\(second)")
+        #expect(!rewatch.out.contains("1 items") && !rewatch.out.contains(":  "), "\(rewatch.out)")
 
         // Admin commands: refused for the operator, served for the admin.
         let denied = try earshot(["remote", "library", "owners"] + server + k)

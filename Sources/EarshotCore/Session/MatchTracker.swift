@@ -1,8 +1,9 @@
 /// One result of a streaming session, as its `results` sequence delivers it.
 public struct StreamingResult: Sendable {
     public var result: MatchResult
-    /// The same reference as the previous match, at the position that match predicted: a client
-    /// showing "now playing" can skip it (its offsets are still the freshest measurement).
+    /// The same media item of the same reference as the previous match, at the position that
+    /// match predicted: a client showing "now playing" can skip it (its offsets are still the
+    /// freshest measurement).
     public var isRepeat: Bool
     /// Stream time (seconds of audio heard since the session began) at the end of the matched
     /// window: the moment `predictedCurrentMatchOffset` refers to.
@@ -68,7 +69,8 @@ public struct MatchTracker: Sendable {
                 func first(_ m: MatchedMediaItem) -> Bool { m.hasSameReference(as: top) && continues(m) }
                 items = items.filter(first) + items.filter { !first($0) }
             }
-            let isRepeat = continues(items[0])
+            // The same playback showing another media item (the next segment of a reference) is news.
+            let isRepeat = continues(items[0]) && items[0].mediaItem.id == current?.mediaItem.id
             current = items[0]
             currentAt = streamTime
             misses = 0
