@@ -47,6 +47,10 @@ public final class ManagedSession: Sendable {
         /// The instant is that of the least delayed reads, so a session thread that fell behind
         /// does not shift the mapping.
         public var newestAudio: (instant: ContinuousClock.Instant, streamTime: Double)?
+        /// Times the source said its audio started over (a file looped or was replaced), and the
+        /// stream time of the last: what was followed before it says nothing of what plays after.
+        public var restarts = 0
+        public var lastRestart: Double?
     }
 
     private let channel: Channel
@@ -158,7 +162,8 @@ public final class ManagedSession: Sendable {
         }
     }
 
-    /// Every change of state or capture problem, starting with the current status.
+    /// Every change of state or capture problem, and every restart of the audio, starting with
+    /// the current status.
     public func statusUpdates() -> AsyncStream<Status> {
         let (stream, continuation) = AsyncStream.makeStream(of: Status.self, bufferingPolicy: .bufferingNewest(16))
         let id = channel.shared.withLock { s -> Int in

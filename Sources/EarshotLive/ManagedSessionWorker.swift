@@ -35,6 +35,13 @@ extension ManagedSession {
         private var jumps = JumpDetector()
         /// What the last attempt's tail said of the item followed.
         private var lastAttemptTail = TailVerdict.agrees
+        /// The source's count of restarts (a file looped or replaced) last seen, the times the
+        /// audio started over, and the stream time of the last; and whether no attempt has
+        /// matched since (its answer is then a jump, whatever the tails say).
+        private var sourceRestarts = 0
+        private var restarts = 0
+        private var lastRestart: Double?
+        private var restartUnanswered = false
         /// Tails in a row that did not hold the item followed: one is noise (a loud remark, a
         /// quiet bar under room noise); two in a row mean the window's answer rests on old audio.
         private var unsupportedTails = 0
@@ -122,7 +129,7 @@ extension ManagedSession {
 
         /// Returns false for shutdown.
         private func handle(_ command: Command) -> Bool {
-            let window = fingerprinter?.window.windowDuration ?? 0
+            let window = usableWindow
             let now = fingerprinter?.streamDuration ?? 0
             switch command {
             case .prepare:
@@ -170,6 +177,8 @@ extension ManagedSession {
                 case .startCapture:
                     let s = makeSource()
                     source = s
+                    sourceRestarts = 0
+                    restartUnanswered = false
                     fingerprinter = nil
                     jumps.reset()
                     audioVersion += 1
@@ -238,6 +247,12 @@ extension ManagedSession {
                 let (signature, _) = try fingerprinter.window.signature(lastSeconds: window)
                 window = signature.duration
                 (result, lastAttemptTail) = following(matcher.match(signature), signature: signature, now: now)
+                // The first match after the audio started over is where it went, not a chance.
+                if restartUnanswered, case .match = result {
+                    restartUnanswered = false
+                    lastAttemptTail = .jumped
+                    unsupportedTails = 0
+                }
                 if lastAttemptTail == .jumped, let since = jumps.since { window = now - since }
             } catch .signatureInvalid {
                 result = .noMatch  // silence in the room: nothing to match yet
@@ -293,6 +308,12 @@ extension ManagedSession {
             }
             unsupportedTails += 1
             return (result, unsupportedTails >= Self.staleAfterTails ? .stale : .agrees)
+        }
+
+        /// Seconds of the window worth matching now: after a jump or a restart, only what followed.
+        private var usableWindow: Double {
+            guard let fingerprinter else { return 0 }
+            return jumps.usable(available: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration)
         }
 
         // MARK: Audio
@@ -370,12 +391,22 @@ extension ManagedSession {
             }
             backlog = got >= limit
             guard got > 0, let fingerprinter else { return 0 }
+            let sourceRestarts = source.statistics.restarts
+            if sourceRestarts != self.sourceRestarts {
+                // Somewhere in what was just read (a turn of a real-time source: tens of
+                // milliseconds) the audio started over: match only what follows this turn.
+                self.sourceRestarts = sourceRestarts
+                jumps.audioStartedOver(at: fingerprinter.streamDuration)
+                restarts += 1
+                lastRestart = fingerprinter.streamDuration
+                restartUnanswered = true
+            }
             audioVersion += 1
             quietSince = .now
             reportedProblem = nil
             lastRead = (quietSince, fingerprinter.streamDuration)
             noteStreamOrigin(read: quietSince, streamTime: fingerprinter.streamDuration)
-            perform(machine.audioArrived(window: fingerprinter.window.windowDuration, streamTime: fingerprinter.streamDuration))
+            perform(machine.audioArrived(window: usableWindow, streamTime: fingerprinter.streamDuration))
             return got
         }
 
@@ -419,9 +450,10 @@ extension ManagedSession {
                                 matchesComputed: matchesComputed,
                                 newestAudio: lastRead.map { read in
                                     (streamOrigin.map { $0.instant + .seconds(read.streamTime) } ?? read.instant, read.streamTime)
-                                })
+                                }, restarts: restarts, lastRestart: lastRestart)
             channel.shared.withLock { s in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
+                    || s.status.restarts != status.restarts
                 s.status = status
                 s.currentMatchInstant = instant
                 if changed { for o in s.statusObservers.values { o.yield(status) } }

@@ -96,9 +96,19 @@ final class CueService: Sendable {
         let needed = enabled && (registry.catalogSet.members.contains { $0.catalog.hasCues } || state.withLock { !$0.overrides.isEmpty })
         state.withLock { s in
             if needed, s.following == nil {
-                let results = session.results()
+                let results = session.results(), statuses = session.statusUpdates()
                 s.following = Task { [self] in
+                    // The session's restarts of the audio, beside its results: a programme file
+                    // that loops or is replaced stops the cues predicted past that moment.
+                    let restarts = Task { [self] in
+                        var seen = session.status.restarts
+                        for await status in statuses where status.restarts != seen {
+                            seen = status.restarts
+                            if let at = status.lastRestart { audioStartedOver(atStreamTime: at) }
+                        }
+                    }
                     for await r in results { observe(r) }
+                    restarts.cancel()
                 }
                 logger.info("cues: following the programme")
             } else if !needed, let task = s.following {
@@ -150,6 +160,15 @@ final class CueService: Sendable {
             let (schedule, _) = schedule(for: programme, in: &s)
             let out = s.monitor.observe(observation, schedule: schedule) + s.monitor.advance(to: now)
             publish(out, in: &s, now: now)
+            rearm(&s)
+        }
+        saveOnce()
+    }
+
+    private func audioStartedOver(atStreamTime streamTime: Double) {
+        let time = clockTime(ofStreamTime: streamTime), now = clockNow()
+        state.withLock { s in
+            publish(s.monitor.audioStartedOver(at: time), in: &s, now: now)
             rearm(&s)
         }
         saveOnce()
@@ -345,6 +364,7 @@ final class CueService: Sendable {
             w.position = e.position
             w.latenessSeconds = e.lateness
             w.owed = e.owed
+            w.reason = e.reason
             if let from = e.from { w.fromPosition = from }
             w.rate = rate
             events.publishCue(w)
@@ -359,7 +379,8 @@ final class CueService: Sendable {
         switch e.kind {
         case .started, .skipped:
             let late = e.lateness > 0.05 ? ", \(e.lateness.decimalText(places: 2)) s late" : ""
-            logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(e.owed ? " (owed)" : "")\(together)")
+            let why = e.reason.isEmpty ? "" : " (\(e.reason))"
+            logger.info("cue \(e.kind.rawValue): \(e.cue?.id ?? "") at \(at) s of \(e.programme.key)\(late)\(why)\(e.owed ? " (owed)" : "")\(together)")
         case .seek:
             logger.info("cue timeline: \(e.programme.key) jumped from \((e.from ?? 0).decimalText(places: 2)) to \(at) s")
         case .programmeLost:

@@ -250,11 +250,19 @@ public final class Daemon: Sendable {
         let health = self.health
         // Session state → events, health and the log. The session reports a capture problem once
         // per reason and clears it only when new audio arrives, so each line here is a change.
+        let source = sessionService.sourceName
         let statusTask = Task {
             var problem: String?
             var problemSince = ContinuousClock.now
+            var reopens = 0
             for await status in session.statusUpdates() {
                 events.publishSession(sessionService.snapshot())
+                // Opened again while it played, without a failure: the file was replaced.
+                let reopened = status.sourceStatistics.reopenAttempts
+                if reopened > reopens, problem == nil, status.captureProblem == nil {
+                    logger.notice("audio source \(source) changed while it played (the file was replaced or rewritten): listening to it from its start")
+                }
+                reopens = reopened
                 if status.captureProblem != problem {
                     if let p = status.captureProblem {
                         if problem == nil { problemSince = .now }

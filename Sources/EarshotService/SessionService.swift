@@ -8,7 +8,8 @@ import FoundationEssentials
 final class SessionService: Sendable {
     private let session: ManagedSession
     private let events: DaemonEvents
-    private let sourceName: String
+    /// The capture device or file the session listens to.
+    let sourceName: String
     private let cueState: @Sendable () -> Earshot_V1_CueState
 
     init(session: ManagedSession, events: DaemonEvents, sourceName: String,

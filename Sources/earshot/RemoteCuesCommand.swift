@@ -108,6 +108,7 @@ enum CueFormat {
         default:
             var line = head + cue(e.cue)
             if e.latenessSeconds > 0.05 { line += String(format: "  (%.1f s late)", e.latenessSeconds) }
+            if !e.reason.isEmpty { line += "  (\(e.reason))" }
             if e.owed { line += "  (owed: JUMP-restricted)" }
             return line + together(e)
         }

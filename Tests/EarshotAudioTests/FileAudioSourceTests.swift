@@ -124,6 +124,9 @@ struct FileAudioSourceTests {
         #expect(source.state == .running)
         #expect(source.statistics.framesCaptured == 16_000)
         #expect(source.statistics.droppedSamples == 0)
+        // Each new pass starts the audio over (a consumer must not take it for continuing).
+        #expect(source.statistics.restarts == 3)
+        #expect(source.statistics.gaps == 0)
     }
 
     @Test("a consumer further behind than the buffer loses the oldest audio, counted")

@@ -140,6 +140,7 @@ struct PacedFileFaultTests {
         #expect(read(source) == Array(quantised(second)[0..<1600]))
         #expect(source.statistics.reopenAttempts == 1)
         #expect(source.statistics.gaps == 1)
+        #expect(source.statistics.restarts == 1)
     }
 
     @Test("a file replaced by one at another sample rate is a failure until the first rate is back")

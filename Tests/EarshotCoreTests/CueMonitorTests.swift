@@ -215,7 +215,14 @@ struct CueMonitorTests {
         var restarted = CueMonitor(once: first.once)
         var replay = Playback(from: 3, to: 15, position: 3).observations()
         for i in replay.indices { replay[i].wallTime += 60 }
-        #expect(Self.kinds(Self.run(&restarted, replay, until: 15, schedules: [Self.show: cues]), .started).isEmpty)
+        let again = Self.run(&restarted, replay, until: 15, schedules: [Self.show: cues])
+        #expect(Self.kinds(again, .started).isEmpty)
+        // Identified with the cue still ahead: SKIPPED at once, saying why, so an app can tell
+        // where it went (it is not `next`).
+        let skipped = again.filter { $0.kind == .skipped }
+        #expect(skipped.map { $0.cue?.id } == ["quiz"] && skipped.first?.reason == SkipReason.shownOnce.rawValue, "\(again)")
+        #expect(skipped.first.map { $0.time == 3 } == true)
+        #expect(restarted.snapshot(at: 4).next == nil)
 
         // A day later it is a new session.
         var tomorrow = CueMonitor(once: first.once)
@@ -265,6 +272,45 @@ struct CueMonitorTests {
         #expect(events[lostIndex ?? 0].programme == Self.show)
         #expect(Self.kinds(events, .started) == ["a", "b"])
         #expect(monitor.snapshot(at: 40).programme == Self.other)
+    }
+
+    /// The source says its audio started over (the programme file replaced by another, or
+    /// looped): nothing predicted past that moment is published; the next observation is
+    /// believed at once, whatever its confidence.
+    @Test func nothingIsPredictedPastARestartOfTheAudio() {
+        let a = Self.schedule([Cue(id: "range", start: 10, duration: 12), Cue(id: "next", start: 23)])
+        let b = Self.schedule([Cue(id: "b", start: 50)])
+        var monitor = CueMonitor()
+        var events = Self.run(&monitor, Playback(from: 3, to: 20, position: 3).observations(), until: 20.5,
+                              schedules: [Self.show: a])
+        #expect(Self.kinds(events, .started) == ["range"])
+        events = monitor.audioStartedOver(at: 20.6)
+        // "range" would end at 22 and "next" start at 23 on the old track: neither may fire.
+        events += monitor.advance(to: 23.5)
+        #expect(events.isEmpty, "\(events)")
+        #expect(monitor.snapshot(at: 23.5).phase == .held)
+        // Another programme, heard with middling confidence: this one is lost, that one scheduled;
+        // no ENDED for a cue of the programme that is gone.
+        var other = CueMonitor.Observation(programme: Self.other, position: 46, rate: 1, confidence: 0.6, time: 23.6,
+                                           wallTime: 1_000_023.6)
+        events = monitor.observe(other, schedule: b)
+        #expect(events.map(\.kind) == [.programmeLost, .schedule, .upcoming], "\(events)")
+        #expect(monitor.snapshot(at: 23.6).programme == Self.other)
+
+        // The same programme after a restart (a file looped): a seek, believed at once.
+        var looped = CueMonitor()
+        _ = Self.run(&looped, Playback(from: 3, to: 20, position: 3).observations(), until: 20.5, schedules: [Self.show: a])
+        _ = looped.audioStartedOver(at: 20.6)
+        other = CueMonitor.Observation(programme: Self.show, position: 4.5, rate: 1, confidence: 0.6, time: 22, wallTime: 1_000_022)
+        events = looped.observe(other, schedule: a)
+        #expect(events.first?.kind == .seek, "\(events)")
+        // From where the audio started over, not from a prediction past it.
+        #expect(events.first.map { abs(($0.from ?? 0) - 20.6) < 1e-6 } == true, "\(events)")
+        #expect(events.contains { $0.kind == .ended && $0.cue?.id == "range" })
+        #expect(looped.snapshot(at: 22).phase == .following)
+        // A restart older than the last confirmation (its news came late) changes nothing.
+        #expect(looped.audioStartedOver(at: 21).isEmpty)
+        #expect(looped.snapshot(at: 22.5).phase == .following)
     }
 
     @Test func joiningInsideACueStartsItLateAndAPassedMomentOnlyWithinTheLateLimit() {

@@ -334,3 +334,23 @@ struct CorruptMetadataTests {
         #expect(error.message.contains("media items of reference 0"))
     }
 }
+
+/// A query that runs past the end of the reference it matches (the programme ended, or looped,
+/// while the window still holds its last seconds) places "now" at the end, never beyond it.
+struct ReferenceEndTests {
+    @Test func nowIsNeverPastTheReferencesEnd() throws {
+        let fixture = MatchingFixture.shared
+        let matcher = Matcher(catalog: fixture.catalog)
+        let reference = fixture.audio[1]
+        let duration = fixture.catalog.references[1].duration
+        // Its last 7 s, then 4 s of silence after it.
+        let query = SyntheticSignature.excerpt(reference, start: 23, duration: 7) + [Float](repeating: 0, count: 4 * 16_000)
+        let result = matcher.match(try SyntheticSignature.of(query))
+        let top = try #require(result.mediaItems.first)
+        #expect(top.mediaItem.id == "ref1")
+        #expect(abs(top.matchOffset - 23) < 0.1)
+        #expect(top.referenceDuration == duration)
+        #expect(top.predictedCurrentMatchOffset <= duration, "now at \(top.predictedCurrentMatchOffset) s of a \(duration) s reference")
+        #expect(top.predictedOffset(after: 5) == duration)
+    }
+}

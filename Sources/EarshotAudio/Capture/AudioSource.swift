@@ -83,8 +83,13 @@ public struct AudioSourceStatistics: Equatable, Sendable {
     /// Events after which samples are missing from the stream: overruns, runs of dropped
     /// samples and reopens of the device or file. Grows by at least one per gap.
     public var gaps: Int
+    /// Times the audio started over from other content, as the source knows: a file that
+    /// looped or was replaced. What follows does not continue what came before.
+    public var restarts: Int
 
-    public init(framesCaptured: Int = 0, xruns: Int = 0, droppedSamples: Int = 0, reopenAttempts: Int = 0, gaps: Int = 0) {
+    public init(framesCaptured: Int = 0, xruns: Int = 0, droppedSamples: Int = 0, reopenAttempts: Int = 0, gaps: Int = 0,
+                restarts: Int = 0) {
+        self.restarts = restarts
         self.framesCaptured = framesCaptured
         self.xruns = xruns
         self.droppedSamples = droppedSamples

@@ -235,7 +235,10 @@ public final class PacedFileAudioSource: AudioSource {
                 s.timing = Self.timing(rate: stream.sampleRate, blockDuration: blockDuration, bufferDuration: bufferDuration)
             }
             // Audio jumps to the start of the file: the stream has a gap, as after a device reopen.
-            if s.played { s.statistics.gaps += 1 }
+            if s.played {
+                s.statistics.gaps += 1
+                s.statistics.restarts += 1
+            }
             s.stream = stream
             beginRun(at: now, &s)
         } catch {
@@ -305,9 +308,10 @@ public final class PacedFileAudioSource: AudioSource {
                 guard stream.framesDecoded > 0 else {
                     throw .invalidAudioFormat("\(path): no audio could be read from the file")
                 }
-                // The next pass, from the file as the path names it now.
+                // The next pass, from the file as the path names it now: the audio starts over.
                 close(&s)
                 s.stream = try MonoFileStream(path: path, requiredSampleRate: s.timing?.rate)
+                s.statistics.restarts += 1
             } catch {
                 fail(error, at: now, &s)
             }

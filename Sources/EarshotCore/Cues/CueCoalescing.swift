@@ -29,6 +29,7 @@ public enum CueCoalescing {
                 if let s = openStarts.removeValue(forKey: id) {
                     var skipped = events[s]
                     skipped.kind = .skipped
+                    skipped.reason = SkipReason.crossed.rawValue
                     crossed.append((skipped, i, [s, i]))
                 }
             case .skipped: crossed.append((e, i, [i]))

@@ -57,6 +57,8 @@ public struct CueEvent: Sendable, Equatable {
     public var lateness: Double
     /// For skipped: the JUMP restriction owes this cue to the viewer.
     public var owed: Bool
+    /// For skipped: why (one of `SkipReason`'s texts).
+    public var reason: String
     /// For seek: the position before the jump.
     public var from: Double?
     /// How many cues this event stands for: more than 1 when cues crossed in one step were
@@ -64,7 +66,9 @@ public struct CueEvent: Sendable, Equatable {
     public var count: Int
 
     public init(kind: Kind, programme: CueProgramme, cue: Cue? = nil, schedule: CueSchedule? = nil, time: Double,
-                position: Double, lateness: Double = 0, owed: Bool = false, from: Double? = nil, count: Int = 1) {
+                position: Double, lateness: Double = 0, owed: Bool = false, from: Double? = nil, count: Int = 1,
+                reason: SkipReason? = nil) {
+        self.reason = reason?.rawValue ?? ""
         self.kind = kind
         self.programme = programme
         self.cue = cue
@@ -76,4 +80,16 @@ public struct CueEvent: Sendable, Equatable {
         self.from = from
         self.count = count
     }
+}
+
+/// Why a cue was SKIPPED, as the event says it.
+public enum SkipReason: String, Sendable {
+    /// A seek or a channel change went past it.
+    case jumpedOver = "jumped over"
+    /// Its start was crossed while the programme was not confirmed, later than the late limit.
+    case tooLate = "crossed too late to start"
+    /// Its whole span was crossed in one step (reported together with others).
+    case crossed = "crossed in one step"
+    /// A ONCE cue already started in this viewing of the programme (an earlier session).
+    case shownOnce = "shown once already in this viewing"
 }

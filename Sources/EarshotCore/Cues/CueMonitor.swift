@@ -19,6 +19,9 @@
 ///   back makes the cues after the landing point pending again (ONCE ones excepted).
 /// - **Loss.** `lostHorizon` seconds without confirmation: PROGRAMME_LOST, current cues are over,
 ///   pending ones are held until the programme is heard again.
+/// - **Restarts.** When the source says its audio started over (a file looped or was replaced:
+///   `audioStartedOver`), nothing is predicted past that moment: cues wait for the next
+///   observation, which is believed at once (a seek, or another programme).
 /// - **PRE / POST.** PRE cues start when the programme is first recognised within `preWindow`
 ///   seconds of its beginning; POST cues start when playback reaches the reference's end. Both
 ///   are moments, never current.
@@ -149,6 +152,8 @@ public struct CueMonitor: Sendable {
     private var lastWall = (stream: 0.0, wall: 0.0)
     /// Steps that reported crossings in the second of stream time from `start`, and the newest.
     private var crossings = (start: -Double.infinity, count: 0, last: -Double.infinity)
+    /// When the audio last started over with no observation since: predictions stop there.
+    private var restartedAt: Double?
 
     /// Crossings wait until this time (stream seconds), or nil: too many steps reported some lately.
     private func pacedUntil(_ now: Double) -> Double? {
@@ -172,6 +177,10 @@ public struct CueMonitor: Sendable {
     private mutating func observeStep(_ o: Observation, schedule newSchedule: CueSchedule) -> [CueEvent] {
         guard o.confidence >= configuration.minimumConfidence, !o.isStale, o.position.isFinite, o.rate.isFinite, o.rate > 0,
               o.time.isFinite else { return advanceStep(to: o.time) }
+        var o = o
+        // Heard after the audio started over: where it went, believed at once (the restart is
+        // forgotten once the track starts again or is confirmed).
+        if let restart = restartedAt, o.time > restart { o.revealsJump = true }
         lastWall = (o.time, o.wallTime)
         var events: [CueEvent] = []
         if let programme, let track, !lost {
@@ -207,6 +216,15 @@ public struct CueMonitor: Sendable {
         return CueCoalescing.coalesce(events + advanceStep(to: now))
     }
 
+    /// The source's audio started over at `time` (a file looped or was replaced): what was due
+    /// before then fires; nothing after it does until an observation says where playback is.
+    public mutating func audioStartedOver(at time: Double) -> [CueEvent] {
+        guard programme != nil, track != nil, !lost, time.isFinite, time > lastConfirmed else { return [] }
+        let events = advanceStep(to: time)
+        restartedAt = time
+        return CueCoalescing.coalesce(events)
+    }
+
     /// Brings the monitor to stream time `now`: cues due by then fire, the programme may be lost.
     public mutating func advance(to now: Double) -> [CueEvent] {
         CueCoalescing.coalesce(advanceStep(to: now))
@@ -215,7 +233,7 @@ public struct CueMonitor: Sendable {
     private mutating func advanceStep(to now: Double) -> [CueEvent] {
         guard let programme, let track, !lost, now.isFinite else { return [] }
         if now - lastConfirmed >= configuration.lostHorizon { return [lose(at: now)] }
-        let limit = min(now, lastConfirmed + configuration.holdAfter)
+        let limit = min(now, holdUntil)
         let target = min(track.position(at: limit), schedule.referenceDuration) + 1e-6
         guard target > processed, pacedUntil(now) == nil else { return [] }
         var events: [CueEvent] = []
@@ -234,7 +252,6 @@ public struct CueMonitor: Sendable {
         guard programme != nil, let track, !lost else { return nil }
         let lostAt = lastConfirmed + configuration.lostHorizon
         var best = lostAt
-        let holdUntil = lastConfirmed + configuration.holdAfter
         for i in schedule.cues.indices {
             guard let position = nextPoint(i, rate: track.rate) else { continue }
             let t = track.time(at: position)
@@ -244,6 +261,12 @@ public struct CueMonitor: Sendable {
         return best
     }
 
+    /// The latest moment cues may fire on the track's prediction: `holdAfter` past the last
+    /// confirmation, and never past a restart of the audio not yet observed.
+    private var holdUntil: Double {
+        min(lastConfirmed + configuration.holdAfter, restartedAt ?? .infinity)
+    }
+
     /// Reference seconds per second of the programme followed (1 when none).
     public var rate: Double { track?.rate ?? 1 }
 
@@ -251,9 +274,8 @@ public struct CueMonitor: Sendable {
         guard let programme else {
             return Snapshot(phase: .idle, programme: nil, schedule: nil, position: 0, rate: 1, current: [], next: nil, nextTime: nil)
         }
-        let phase: Phase = lost || track == nil ? .lost : (now - lastConfirmed > configuration.holdAfter ? .held : .following)
-        let position = track.map { min($0.position(at: min(now, lastConfirmed + configuration.holdAfter)), schedule.referenceDuration) }
-            ?? processed
+        let phase: Phase = lost || track == nil ? .lost : (now > holdUntil ? .held : .following)
+        let position = track.map { min($0.position(at: min(now, holdUntil)), schedule.referenceDuration) } ?? processed
         let current = schedule.cues.indices.filter { status[$0].started && !status[$0].ended && endPosition($0) != nil }
         let next = schedule.cues.indices
             .filter { !status[$0].started && !schedule.cues[$0].isPre && !blockedByOnce(schedule.cues[$0], programme) }
@@ -266,6 +288,7 @@ public struct CueMonitor: Sendable {
     // MARK: Track
 
     private mutating func confirm(_ o: Observation) {
+        if let restart = restartedAt, o.time > restart { restartedAt = nil }
         track?.add(time: o.time, position: o.position, rate: o.rate)
         lastConfirmed = max(lastConfirmed, o.time)
         if once.heard(o.programme, at: o.wallTime, gap: configuration.sessionGap) { onceRevision += 1 }
@@ -286,6 +309,7 @@ public struct CueMonitor: Sendable {
         }
         track = fresh
         candidate = nil
+        restartedAt = nil
         lost = false
         lastConfirmed = o.time
         if once.heard(o.programme, at: o.wallTime, gap: configuration.sessionGap) { onceRevision += 1 }
@@ -315,6 +339,11 @@ public struct CueMonitor: Sendable {
         for (i, cue) in schedule.cues.enumerated() {
             if blockedByOnce(cue, o.programme) {
                 status[i] = Status(upcoming: true, started: true, ended: true)
+                // Still ahead: say now why it will not come (it leaves `next`).
+                if !cue.isPre, startPosition(i) > q {
+                    events.append(CueEvent(kind: .skipped, programme: o.programme, cue: cue, time: o.time, position: q,
+                                           reason: .shownOnce))
+                }
             } else if cue.isPre {
                 status[i] = Status(upcoming: true, started: true, ended: true)
                 if q <= configuration.preWindow { emitStart(i, time: o.time, position: q, lateness: 0, into: &events) }
@@ -342,7 +371,8 @@ public struct CueMonitor: Sendable {
 
     private mutating func jump(to o: Observation, into events: inout [CueEvent]) {
         guard let programme, let track else { return }
-        let from = min(track.position(at: o.time), schedule.referenceDuration)
+        // Where playback had got to: at the observation, or where the audio started over.
+        let from = min(track.position(at: min(o.time, restartedAt ?? o.time)), schedule.referenceDuration)
         events.append(CueEvent(kind: .seek, programme: programme, time: o.time, position: o.position, from: from))
         startTrack(at: o)
         land(from: processed, at: o.position, time: o.time, into: &events)
@@ -371,7 +401,8 @@ public struct CueMonitor: Sendable {
                     emitStart(i, time: time, position: q, lateness: (q - start) / rate, into: &events)
                 } else {
                     status[i] = Status(upcoming: true, started: true, ended: true)
-                    events.append(CueEvent(kind: .skipped, programme: programme, cue: schedule.cues[i], time: time, position: q))
+                    events.append(CueEvent(kind: .skipped, programme: programme, cue: schedule.cues[i], time: time, position: q,
+                                           reason: .jumpedOver))
                     if schedule.cues[i].restrictions.contains(.jump) { lastJumpRestricted = events.count - 1 }
                 }
             }
@@ -404,8 +435,8 @@ public struct CueMonitor: Sendable {
     }
 
     private mutating func lose(at now: Double) -> CueEvent {
-        let position = track.map { min($0.position(at: min(now, lastConfirmed + configuration.holdAfter)), schedule.referenceDuration) }
-            ?? processed
+        let position = track.map { min($0.position(at: min(now, holdUntil)), schedule.referenceDuration) } ?? processed
+        restartedAt = nil
         // Current cues are over; when the programme comes back inside one, it starts again.
         for i in schedule.cues.indices where status[i].started && !status[i].ended && endPosition(i) != nil {
             status[i] = Status(upcoming: true)
@@ -477,10 +508,12 @@ public struct CueMonitor: Sendable {
             case .start:
                 if blockedByOnce(cue, programme) {
                     status[i] = Status(upcoming: true, started: true, ended: true)
+                    events.append(CueEvent(kind: .skipped, programme: programme, cue: cue, time: now, position: position,
+                                           reason: .shownOnce))
                 } else if lateness > configuration.lateLimit {
                     status[i] = Status(upcoming: true, started: true, ended: true)
                     events.append(CueEvent(kind: .skipped, programme: programme, cue: cue, time: now, position: position,
-                                           lateness: lateness))
+                                           lateness: lateness, reason: .tooLate))
                 } else {
                     emitStart(i, time: now, position: position, lateness: lateness, into: &events)
                 }

@@ -69,7 +69,8 @@ public final class CatalogSetMatcher {
         kept.timeSkew = c.timeScale - 1
         kept.frequencySkew = c.pitchRatio - 1
         kept.confidence = c.confidence
-        kept.predictedCurrentMatchOffset = MatchedMediaItem.offset(c.offset, timeSkew: kept.timeSkew, after: signature.duration)
+        kept.predictedCurrentMatchOffset = min(MatchedMediaItem.offset(c.offset, timeSkew: kept.timeSkew, after: signature.duration),
+                                               kept.referenceDuration)
         return kept
     }
 

@@ -19,9 +19,14 @@ public struct MatchedMediaItem: Sendable, Equatable {
     /// given one catalog without a name).
     public var catalogName: String
     public var catalogVersion: Int
+    /// Seconds of audio in the matched reference: predictions stop at its end (playback that
+    /// went on past it is playing something else).
+    public var referenceDuration: Double
 
     public init(mediaItem: MediaItem, matchOffset: Double, predictedCurrentMatchOffset: Double, frequencySkew: Double,
-                timeSkew: Double, confidence: Double, referenceIndex: Int, catalogName: String = "", catalogVersion: Int = 0) {
+                timeSkew: Double, confidence: Double, referenceIndex: Int, catalogName: String = "", catalogVersion: Int = 0,
+                referenceDuration: Double = .infinity) {
+        self.referenceDuration = referenceDuration
         self.catalogName = catalogName
         self.catalogVersion = catalogVersion
         self.mediaItem = mediaItem
@@ -40,9 +45,9 @@ public struct MatchedMediaItem: Sendable, Equatable {
     }
 
     /// Where this item's audio is `elapsed` seconds (of stream or of clock) after the moment
-    /// `predictedCurrentMatchOffset` refers to.
+    /// `predictedCurrentMatchOffset` refers to, never past the reference's end.
     public func predictedOffset(after elapsed: Double) -> Double {
-        Self.offset(predictedCurrentMatchOffset, timeSkew: timeSkew, after: elapsed)
+        min(Self.offset(predictedCurrentMatchOffset, timeSkew: timeSkew, after: elapsed), referenceDuration)
     }
 
     /// The one offset prediction of Earshot, for core items and wire messages alike: the

@@ -249,7 +249,10 @@ public final class Matcher {
         var results: [MatchedMediaItem] = []
         for c in candidates {
             let items = catalog.mediaItems(ofReference: c.referenceIndex)
-            let current = MatchedMediaItem.offset(c.offset, timeSkew: c.timeScale - 1, after: signature.duration)
+            let duration = catalog.references[c.referenceIndex].duration
+            // A query whose end lies past the reference's (the programme ended, or jumped) is
+            // placed at the end: nothing of the reference plays later than that.
+            let current = min(MatchedMediaItem.offset(c.offset, timeSkew: c.timeScale - 1, after: signature.duration), duration)
             // Time-ranged items follow the current position, as a second screen shows what is on now.
             guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,
                                                            basicItemID: "reference-\(c.referenceIndex)")
@@ -258,7 +261,7 @@ public final class Matcher {
                 results.append(MatchedMediaItem(
                     mediaItem: item, matchOffset: c.offset, predictedCurrentMatchOffset: current,
                     frequencySkew: c.pitchRatio - 1, timeSkew: c.timeScale - 1, confidence: c.confidence,
-                    referenceIndex: c.referenceIndex))
+                    referenceIndex: c.referenceIndex, referenceDuration: duration))
             }
         }
         return results.isEmpty ? .noMatch : .match(results)

@@ -42,6 +42,18 @@ public struct JumpDetector: Sendable {
         return after
     }
 
+    /// Seconds of the window (holding `available`) that follow the last jump, without moving on
+    /// (`window` also forgets the jump once the window holds only what followed it).
+    public func usable(available: Double, streamTime: Double) -> Double {
+        since.map { min(available, max(0, streamTime - $0)) } ?? available
+    }
+
+    /// The source said its audio started over at `streamTime` (a file looped or was replaced):
+    /// from now on only what follows is matched, as after a jump the audio revealed.
+    public mutating func audioStartedOver(at streamTime: Double) {
+        since = streamTime
+    }
+
     /// Whether a window of `window` seconds is long enough for its tail to be worth matching apart.
     public func checksTail(of window: Double) -> Bool { window >= tailSeconds + 1 }
 

@@ -422,6 +422,14 @@ public nonisolated struct Earshot_V1_CueEvent: @unchecked Sendable {
     set {_uniqueStorage()._coalesced = newValue}
   }
 
+  /// KIND_SKIPPED: why: "jumped over", "crossed too late to start", "crossed in one step", or
+  /// "shown once already in this viewing" (a ONCE cue started in an earlier session; reported when
+  /// the programme is identified, so that an app knows why the cue leaves `next`).
+  public var reason: String {
+    get {_storage._reason}
+    set {_uniqueStorage()._reason = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -1021,7 +1029,7 @@ nonisolated extension Earshot_V1_CueSchedule.Source: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CueEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}programme\0\u{1}cue\0\u{1}schedule\0\u{1}position\0\u{3}lateness_seconds\0\u{1}owed\0\u{3}from_position\0\u{3}due_unix_ms\0\u{1}rate\0\u{1}state\0\u{1}coalesced\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}programme\0\u{1}cue\0\u{1}schedule\0\u{1}position\0\u{3}lateness_seconds\0\u{1}owed\0\u{3}from_position\0\u{3}due_unix_ms\0\u{1}rate\0\u{1}state\0\u{1}coalesced\0\u{1}reason\0")
 
   fileprivate class _StorageClass {
     var _kind: Earshot_V1_CueEvent.Kind = .unspecified
@@ -1036,6 +1044,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
     var _rate: Double = 0
     var _state: Earshot_V1_CueState? = nil
     var _coalesced: UInt32 = 0
+    var _reason: String = String()
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -1058,6 +1067,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
       _rate = source._rate
       _state = source._state
       _coalesced = source._coalesced
+      _reason = source._reason
     }
   }
 
@@ -1088,6 +1098,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
         case 10: try { try decoder.decodeSingularDoubleField(value: &_storage._rate) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._state) }()
         case 12: try { try decoder.decodeSingularUInt32Field(value: &_storage._coalesced) }()
+        case 13: try { try decoder.decodeSingularStringField(value: &_storage._reason) }()
         default: break
         }
       }
@@ -1136,6 +1147,9 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
       if _storage._coalesced != 0 {
         try visitor.visitSingularUInt32Field(value: _storage._coalesced, fieldNumber: 12)
       }
+      if !_storage._reason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._reason, fieldNumber: 13)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -1157,6 +1171,7 @@ nonisolated extension Earshot_V1_CueEvent: SwiftProtobuf.Message, SwiftProtobuf.
         if _storage._rate != rhs_storage._rate {return false}
         if _storage._state != rhs_storage._state {return false}
         if _storage._coalesced != rhs_storage._coalesced {return false}
+        if _storage._reason != rhs_storage._reason {return false}
         return true
       }
       if !storagesAreEqual {return false}

@@ -63,7 +63,8 @@ def run(client: Client, duration: float, out=sys.stdout) -> int:
                 owed = " — owed to the viewer: show it now" if event.owed else ""
                 # Cues crossed together (a jump, a dense schedule) come as one event with a count.
                 together = f" and {event.coalesced - 1} more" if event.coalesced > 1 else ""
-                print(f"skipped {event.cue.id}{together}{owed}", file=out)
+                why = f" ({event.reason})" if event.reason else ""
+                print(f"skipped {event.cue.id}{together}{why}{owed}", file=out)
             elif kind == pb.CueEvent.KIND_SEEK:
                 print(f"seek {event.from_position:.1f} s → {event.position:.1f} s", file=out)
             elif kind == pb.CueEvent.KIND_PROGRAMME_LOST:

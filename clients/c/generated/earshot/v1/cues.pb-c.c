@@ -1123,7 +1123,7 @@ const ProtobufCEnumDescriptor earshot__v1__cue_event__kind__descriptor =
   earshot__v1__cue_event__kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[12] =
+static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[13] =
 {
   {
     "kind",
@@ -1269,6 +1269,18 @@ static const ProtobufCFieldDescriptor earshot__v1__cue_event__field_descriptors[
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "reason",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Earshot__V1__CueEvent, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned earshot__v1__cue_event__field_indices_by_name[] = {
   11,   /* field[11] = coalesced */
@@ -1281,13 +1293,14 @@ static const unsigned earshot__v1__cue_event__field_indices_by_name[] = {
   4,   /* field[4] = position */
   1,   /* field[1] = programme */
   9,   /* field[9] = rate */
+  12,   /* field[12] = reason */
   3,   /* field[3] = schedule */
   10,   /* field[10] = state */
 };
 static const ProtobufCIntRange earshot__v1__cue_event__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor earshot__v1__cue_event__descriptor =
 {
@@ -1297,7 +1310,7 @@ const ProtobufCMessageDescriptor earshot__v1__cue_event__descriptor =
   "Earshot__V1__CueEvent",
   "earshot.v1",
   sizeof(Earshot__V1__CueEvent),
-  12,
+  13,
   earshot__v1__cue_event__field_descriptors,
   earshot__v1__cue_event__field_indices_by_name,
   1,  earshot__v1__cue_event__number_ranges,

@@ -333,10 +333,16 @@ struct  Earshot__V1__CueEvent
    * a dense schedule) were reported together, `cue` the last of them (or the one owed); 0 or 1: `cue` alone.
    */
   uint32_t coalesced;
+  /*
+   * KIND_SKIPPED: why: "jumped over", "crossed too late to start", "crossed in one step", or
+   * "shown once already in this viewing" (a ONCE cue started in an earlier session; reported when
+   * the programme is identified, so that an app knows why the cue leaves `next`).
+   */
+  char *reason;
 };
 #define EARSHOT__V1__CUE_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&earshot__v1__cue_event__descriptor) \
-    , EARSHOT__V1__CUE_EVENT__KIND__KIND_UNSPECIFIED, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, 0 }
+    , EARSHOT__V1__CUE_EVENT__KIND__KIND_UNSPECIFIED, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Earshot__V1__CueState
