@@ -111,17 +111,19 @@ final class LoopCore: @unchecked Sendable {
     /// Closes every attachment and drops queued work. Runs on the loop thread as it ends, or on
     /// the stopping thread for a loop that never started.
     func finish() {
-        let dropped = inbox.withLock { inbox -> [@Sendable () -> Void] in
+        let queued = inbox.withLock { inbox -> [@Sendable () -> Void] in
             inbox.closed = true
             defer { inbox.work.removeAll() }
             return inbox.work
         }
+        // What was asked before the stop still happens: an attachment queued just before (a
+        // client closed before the thread first ran) joins here so that it leaves below, closing
+        // its socket and its monitor in order. Work these queue is refused (the inbox is closed).
+        for item in queued { item() }
         let leaving = attachments
         attachments.removeAll()
         polled.removeAll()
         for attachment in leaving { attachment.detached() }
-        // Released here, outside the lock: dropped work may own sockets and continuations.
-        withExtendedLifetime(dropped) {}
     }
 
     private static func milliseconds(until instant: ContinuousClock.Instant, from now: ContinuousClock.Instant) -> Int {

@@ -63,4 +63,11 @@ final class MonitorReader {
         watched.stopMonitoring()
         pair.close()
     }
+
+    // A reader dropped without `close()` still stops the monitoring before its end goes away:
+    // libzmq's I/O thread would otherwise block for good sending the next event to a PAIR with
+    // no peer, holding the watched socket's monitor lock.
+    deinit {
+        if !isClosed { close() }
+    }
 }
