@@ -33,9 +33,9 @@ source scripts/lib/synth-music.sh
 "$EARSHOT_CLI" catalog create --quiet -o "$work/test.earcat" "$work/first.wav" "$work/second.wav"
 mkdir -p "$work/state/catalogs"
 cp "$work/test.earcat" "$work/state/catalogs/"
-for name in operator viewer; do "$EARSHOT_CLI" keygen -o "$work/$name" >/dev/null; done
-{ echo "$(grep -v '^#' "$work/operator.pub") bench-operator operator"
-  echo "$(grep -v '^#' "$work/viewer.pub") bench-viewer viewer"; } > "$work/state/clients.allow"
+# Each NAME.pub holds its allow-list line, with the role given to keygen.
+for name in operator viewer; do "$EARSHOT_CLI" keygen -o "$work/$name" --role "$name" >/dev/null; done
+grep -hv '^#' "$work/operator.pub" "$work/viewer.pub" > "$work/state/clients.allow"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rpc="tcp://127.0.0.1:$(port)"; events="tcp://127.0.0.1:$(port)"
 "$EARSHOTD" --daemon.state_directory="$work/state" --audio.source=file --audio.file="$work/second.wav" \

@@ -660,14 +660,14 @@ make_media() {
     cat "$logs/catalog-display.log"; bad "$arch earshot catalog display" || rc=1
   fi
   # Keys: admin from the host's CLI, operator from the root's.
-  "$host_earshot" keygen -o "$keys/admin" > "$logs/keygen-admin.log" 2>&1 || { cat "$logs/keygen-admin.log"; bad "host keygen"; return 1; }
-  ok "host (x86) CLI: earshot keygen -o admin"
+  "$host_earshot" keygen -o "$keys/admin" --role admin > "$logs/keygen-admin.log" 2>&1 || { cat "$logs/keygen-admin.log"; bad "host keygen"; return 1; }
+  ok "host (x86) CLI: earshot keygen -o admin --role admin"
   in_root earshot keygen -o "$work_in/keys/operator" > "$logs/keygen-operator.log" 2>&1 || { cat "$logs/keygen-operator.log"; bad "$arch keygen"; return 1; }
   ok "$arch CLI in the root: earshot keygen -o operator"
   {
     echo "# written by scripts/prove-on-board-os.sh"
-    tail -n 1 "$logs/keygen-admin.log" | awk '{ print $1, $2, "admin" }'
-    tail -n 1 "$logs/keygen-operator.log" | awk '{ print $1, $2, "operator" }'
+    tail -n 1 "$logs/keygen-admin.log"
+    tail -n 1 "$logs/keygen-operator.log"
   } > "$work/clients.allow"
   in_root install -m 640 -o earshot -g earshot "$work_in/clients.allow" /var/lib/earshot/clients.allow || { bad "install clients.allow"; return 1; }
   sed 's/^/clients.allow: /' "$root/var/lib/earshot/clients.allow"

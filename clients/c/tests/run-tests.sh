@@ -104,8 +104,10 @@ result "fake-daemon tests: bursts, gaps, lost connections, silence (valgrind)" $
 # 3b. A daemon with CURVE: keys, allow-list, free loopback ports, its own state folder.
 mkdir -p "$work/keys" "$work/state/catalogs"
 cp "$EARSHOT_TEST_CATALOG" "$work/state/catalogs/test.earcat"
-for name in admin operator viewer stranger; do "$cli" keygen -o "$work/keys/$name" >/dev/null; done
-for name in admin operator viewer; do echo "$(grep -v '^#' "$work/keys/$name.pub") $name $name"; done > "$work/state/clients.allow"
+# Each NAME.pub holds its allow-list line ("<key> NAME <role>"), the role given to keygen.
+for name in admin operator viewer; do "$cli" keygen -o "$work/keys/$name" --role "$name" >/dev/null; done
+"$cli" keygen -o "$work/keys/stranger" >/dev/null
+for name in admin operator viewer; do grep -v '^#' "$work/keys/$name.pub"; done > "$work/state/clients.allow"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rpc="tcp://127.0.0.1:$(port)" events="tcp://127.0.0.1:$(port)"
 # Start and restart are one script, so the tests can restart the daemon in the middle of a watch.
