@@ -72,7 +72,7 @@ struct RemoteCatalogDescribeCommand: ParsableCommand {
         if !s.failure.isEmpty { print("  failure:   \(s.failure)") }
         print("  sha256:    \(s.sha256.isEmpty ? "-" : s.sha256)")
         print("  installed: \(s.installedAt.isEmpty ? "-" : s.installedAt)")
-        let signer = RemoteFormat.signer(s) == "-" ? "unknown (the box could not read the catalog)"
+        let signer = RemoteFormat.wasNotRead(s) ? "unknown (the box could not read the catalog)"
             : s.signerKey.isEmpty ? "nobody (unsigned)" : s.signerName.isEmpty ? s.signerKey : "\(s.signerName) (\(s.signerKey))"
         print("  signed by: \(signer)")
         for r in reply.references {

@@ -75,10 +75,15 @@ enum RemoteFormat {
         c.version > 0 ? "\(c.name) v\(c.version)" : c.name
     }
 
+    /// Whether the box could not read the catalog (FAILED): who signed it is not known.
+    static func wasNotRead(_ c: Earshot_V1_CatalogSummary) -> Bool {
+        c.state == .failed || c.sha256.isEmpty
+    }
+
     /// Who signed a catalog, for a table: the author's name (or the key's start), "unsigned", or
     /// "-" when the box could not read the catalog (a FAILED one: it is not known).
     static func signer(_ c: Earshot_V1_CatalogSummary) -> String {
-        if c.state == .failed || c.sha256.isEmpty { return "-" }
+        if wasNotRead(c) { return "-" }
         if c.signerKey.isEmpty { return "unsigned" }
         return c.signerName.isEmpty ? String(c.signerKey.prefix(12)) + "…" : c.signerName
     }
