@@ -146,7 +146,7 @@ final class EventLog: Sendable {
         let flooder = try ZMQSocket(.sub)
         try flooder.set(.linger, 0)
         try flooder.connect(endpoint)
-        for i in 0..<PublisherCore.maximumSubscriptionsPerConnection + 20 {
+        for i in 0..<PublisherEngine.maximumSubscriptionsPerConnection + 20 {
             try flooder.set(.subscribe, Array("x\(i)-".utf8) + [UInt8](repeating: 0x7A, count: 40))
             if i % 16 == 0 { try await Task.sleep(for: .milliseconds(1)) }
         }

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Dispatch
+import EarshotSync
+import EarshotTransport
+import EarshotWire
+import Foundation
+
+/// Options every `remote` command takes.
+struct RemoteOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The daemon's RPC endpoint.", valueName: "tcp://host:port"))
+    var server = "tcp://127.0.0.1:7400"
+
+    @Option(help: ArgumentHelp("Seconds to wait for an answer before giving up.", valueName: "seconds"))
+    var timeout: Double = 15
+
+    @Option(name: .customLong("server-key"), help: ArgumentHelp(
+        "The daemon's public key (its state folder's server.public), as text or a file; env EARSHOT_SERVER_KEY. A key text that begins with \"-\" goes as --server-key=KEY.",
+        valueName: "Z85|file"))
+    var serverKey: String?
+
+    @Option(name: .customLong("key"), help: ArgumentHelp(
+        "This client's secret key file, made by `earshot keygen`; env EARSHOT_CLIENT_KEY.", valueName: "file"))
+    var clientKey: String?
+
+    func validate() throws {
+        guard server.hasPrefix("tcp://") || server.hasPrefix("ipc://") else {
+            throw ValidationError("--server must look like tcp://host:port (or ipc://path), not \(server)")
+        }
+        guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+
+    /// The CURVE keys from the options or the environment; nil when neither names any (a
+    /// daemon with security "none").
+    func security() throws(CLIFailure) -> ClientSecurity? {
+        let environment = ProcessInfo.processInfo.environment
+        let server = serverKey ?? environment["EARSHOT_SERVER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let client = clientKey ?? environment["EARSHOT_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        switch (server, client) {
+        case (nil, nil):
+            return nil
+        case (nil, _):
+            throw CLIFailure("--key needs --server-key (the daemon's server.public) too", status: .usage)
+        case (_, nil):
+            throw CLIFailure("--server-key needs --key too: make a client key with `earshot keygen` and add it to the daemon's allow-list", status: .usage)
+        case (let server?, let client?):
+            do throws(CurveKeyFile.Problem) {
+                return ClientSecurity(serverPublicKey: try CurveKeyFile.key(fromTextOrFile: server),
+                                      keyPair: try CurveKeyFile.readKeyPair(client))
+            } catch {
+                throw CLIFailure(error.message, status: .usage)
+            }
+        }
+    }
+
+    func client() throws(CLIFailure) -> RpcClient {
+        let security = try security()
+        do {
+            var configuration = RpcClient.Configuration()
+            configuration.security = security
+            configuration.defaultTimeout = .milliseconds(Int(timeout * 1000))
+            return try RpcClient(endpoint: server, configuration: configuration)
+        } catch {
+            throw CLIFailure("\(server): \(error)", status: .usage)
+        }
+    }
+
+    /// One unary call on a fresh connection, its failure turned into the command's error.
+    func call<Req, Res>(_ method: RpcMethod<Req, Res>, _ request: Req) throws -> Res {
+        try runBlocking { () throws in
+            let client = try client()
+            defer { client.close() }
+            do throws(RpcError) { return try await client.call(method, request) } catch { throw failure(error) }
+        }
+    }
+
+    /// Maps an RPC failure to one line naming the server and the status. The client tells a
+    /// refused key, a wrong server key and silence apart; without keys, the line says how to
+    /// give them.
+    func failure(_ error: RpcError) -> CLIFailure {
+        var text = "\(server): \(error.code): \(error.message)"
+        if error.code == .deadlineExceeded || error.code == .unauthenticated, (try? security()) == nil {
+            text += "; if the daemon uses CURVE (the default), give --server-key and --key"
+        }
+        return CLIFailure(text, status: .remote)
+    }
+}
