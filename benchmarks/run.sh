@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the Earshot benchmarks end to end and writes benchmarks/RESULTS.md.
+# Runs the Earshot benchmarks end to end and writes the sections they measure into
+# benchmarks/RESULTS.md (each run replaces its own sections and keeps the others).
 #
-#   benchmarks/run.sh                 # recognition + scale (about 5–10 minutes on 2 cores)
-#   benchmarks/run.sh recognition     # or: scale; any earshot-bench options may follow,
-#   benchmarks/run.sh all --quick     #     e.g. --quick, --queries 200, --seed 7
+#   benchmarks/run.sh                 # `all`: every benchmark but hotload and board
+#   benchmarks/run.sh recognition     # or: scale, live, daemon, hostile, hotload, cues; any
+#   benchmarks/run.sh all --quick     #     earshot-bench options may follow, e.g. --queries 200,
+#                                     #     --seed 7; --quick writes benchmarks/cache/RESULTS-quick.md
 #   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
 #   benchmarks/run.sh second-corpus   # recognition on other music (Wesnoth, LinCity-NG, X-Moto), a check
 #                                     # that what holds on the first corpus holds elsewhere (~7 minutes)
@@ -11,8 +13,8 @@
 #                                     # Pi 4 CPU budget (~14 minutes, --quick ~3; root, cgroup v1, sysbench;
 #                                     # --earshotd PATH runs another build, e.g. a static one)
 #
-# Installs what is missing (lame, sox, libsox-fmt-all, espeak-ng, festival and two of its voices
-# from Debian), fetches the corpus into
+# Installs what is missing (lame, sox, libsox-fmt-all, espeak-ng, festival and two of its voices;
+# sysbench for board; from Debian), fetches the corpus into
 # benchmarks/cache (git-ignored), builds earshot-bench in release mode and runs it.
 set -euo pipefail
 

@@ -27,7 +27,7 @@ the 8 strongest per second plus 5 per band, queries 20 + 8) on excerpts of the b
     python3 benchmarks/studies/peak_evidence.py [clips] [survival] [loss] [evidence] [processing] [selection]
     # 30 clips, every table: about 25 minutes; name tables to run only those
 
-Results are in benchmarks/RESULTS.md ("The living room", stops 39, 40 and 42).
+What the tables answer: benchmarks/studies/peak-picking-in-rooms.md and evidence-points.md.
 """
 import glob
 import sys

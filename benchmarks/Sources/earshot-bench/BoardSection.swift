@@ -53,12 +53,12 @@ extension Report {
         row("start: spawn → listening; → first `Match` naming the programme", "(measured)") { b in
             ("\(Fmt.f(b.main.startSeconds, 2)) s; \(Fmt.f(b.main.firstMatchSeconds, 1)) s", nil)
         }
-        row("1. daemon CPU, steady state as shipped (prerecording, following, cues; \(Fmt.f(r.phaseSeconds, 0)) s, /proc/PID/stat)", "≤ 3 % of one core (§8, x86 prerecording)") { b in
+        row("1. daemon CPU, steady state as shipped (prerecording, following, cues; \(Fmt.f(r.phaseSeconds, 0)) s, /proc/PID/stat)", "≤ 3 % of one core (as prerecording on x86)") { b in
             let p = b.main.steady
             return (String(format: "%.2f %% of one core = **%.1f %% of the budget**; throttled in %d of %d periods (%.2f s)",
                            p.cpuPercent, p.cpuPercent / b.share, p.throttled, p.periods, p.throttledSeconds), p.cpuPercent <= 3)
         }
-        row("2. dropped audio (`capture_dropped_samples` / `capture_gaps` / `capture_xruns`, cumulative) at the end of: steady, Match every 200 ms, Match every 100 ms, push", "0 (§8: real time with no dropped audio at a Pi 3 budget)") { b in
+        row("2. dropped audio (`capture_dropped_samples` / `capture_gaps` / `capture_xruns`, cumulative) at the end of: steady, Match every 200 ms, Match every 100 ms, push", "0 (real time with no dropped audio at a Pi 3 budget)") { b in
             let m = b.main
             let phases = [m.steady, m.matchPhase, m.hotload.baselinePhase, m.hotload.pushPhase]
             let text = phases.map { "\($0.dropped)/\($0.gaps)/\($0.xruns)" }.joined(separator: ", ")
@@ -69,12 +69,12 @@ extension Report {
             let phases = [m.steady, m.matchPhase, m.hotload.baselinePhase, m.hotload.pushPhase]
             return (phases.map { String(format: "%+.3f s of %.0f s", $0.lead, $0.seconds) }.joined(separator: " / "), phases.allSatisfy(\.keepsRealTime))
         }
-        row("3. prepared `Match` over CURVE, one call every 200 ms (a second-screen app)", "p50 ≤ 20 ms, p99 ≤ 50 ms (§8)") { b in
+        row("3. prepared `Match` over CURVE, one call every 200 ms (a second-screen app)", "p50 ≤ 20 ms, p99 ≤ 50 ms") { b in
             let c = b.main.match
             return ("\(c.count) calls: p50 \(ms(c.p50, 2)) ms, **p99 \(ms(c.p99, 2)) ms**, max \(ms(c.latencies.max(), 2)) ms; wrong item \(c.wrongItem), no match \(c.noMatch), errors \(c.rpcErrors + c.errorOutcomes)",
                     (c.p50 ?? .infinity) <= 20 && (c.p99 ?? .infinity) <= 50 && c.rpcErrors == 0)
         }
-        row("4. cue STARTED arrival at a subscriber − the programme's true crossing (on-time events): \\|error\\| p50 / p95 / max", "p95 ≤ 50 ms, every cue exactly once (§8)") { b in
+        row("4. cue STARTED arrival at a subscriber − the programme's true crossing (on-time events): \\|error\\| p50 / p95 / max", "p95 ≤ 50 ms, every cue exactly once") { b in
             let c = b.main.cues
             let p95 = Stats.percentile(c.absErrors, 95)
             let once = c.startedOnce == c.expected && c.unexpected.isEmpty && c.expected > 0
@@ -93,7 +93,7 @@ extension Report {
             if h.failure != nil { return ("—", false) }
             return ("\(Fmt.f(h.commitToFirstMatchMs, 0)) ms (\(h.matchesUntilFirst) call(s): \(h.firstMatch))", h.push.commitSeconds * 1000 + h.commitToFirstMatchMs <= 2000)
         }
-        row("5c. `Match` every 100 ms: p99 during push + swap (to 2 s after) vs the same daemon without a push just before", "≤ 50 ms (§8's Match p99)") { b in
+        row("5c. `Match` every 100 ms: p99 during push + swap (to 2 s after) vs the same daemon without a push just before", "≤ 50 ms (the Match p99 target)") { b in
             let h = b.main.hotload
             let slowest = h.slowest.map { String(format: "; slowest %.0f ms, sent %.2f s after BeginUpload (commit reply at %.2f s)", $0.ms, $0.at, h.commitAt - h.pushStart) } ?? ""
             return ("**\(ms(h.during.p99, 2)) ms** (\(h.during.count) calls, errors \(h.during.rpcErrors + h.during.errorOutcomes)\(slowest)) vs \(ms(h.baseline.p99, 2)) ms (\(h.baseline.count) calls); "
@@ -111,7 +111,7 @@ extension Report {
             }
             return (text, true)
         }
-        row("7. memory after the Match phase (corpus catalog): RSS / PSS / anonymous (smaps_rollup); catalog pages resident", "RSS ≤ 20 MB + catalog pages (§8)") { b in
+        row("7. memory after the Match phase (corpus catalog): RSS / PSS / anonymous (smaps_rollup); catalog pages resident", "RSS ≤ 20 MB + catalog pages") { b in
             let m = b.main.memory
             return ("\(mb(m.rssKB)) / \(mb(m.pssKB)) / \(mb(m.anonymousKB)) MB; catalog \(mb(m.catalogKB)) MB", Double(m.rssKB - m.catalogKB) / 1024 <= 20)
         }

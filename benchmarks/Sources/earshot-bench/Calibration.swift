@@ -3,7 +3,7 @@ import EarshotTestSupport
 import Foundation
 
 /// Audio that is not in the catalog, of the kinds a box by the TV hears: what confidence is
-/// calibrated against (issue 16, step 3).
+/// calibrated against.
 struct NegativeKind {
     var key: String
     var name: String

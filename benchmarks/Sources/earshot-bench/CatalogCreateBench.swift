@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// `earshot catalog create` over the corpus's own audio files, as an author runs it: the release
-/// CLI as a child process, decoding and fingerprinting on every core (issue 16: at least 1300×
-/// real time on this 2-core machine). Two runs; the slower one is the verdict.
+/// CLI as a child process, decoding and fingerprinting on every core (target: at least 1300×
+/// real time on a 2-core machine). Two runs; the slower one is the verdict.
 struct CatalogCreateStats {
     struct Run {
         var wallSeconds: Double

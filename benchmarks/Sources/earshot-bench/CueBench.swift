@@ -4,7 +4,7 @@ import EarshotLive
 import EarshotTestSupport
 import Foundation
 
-/// The cue benchmark (issue 14): a 10-minute programme with 60 cues, its audio run through a real
+/// The cue benchmark: a 10-minute programme with 60 cues, its audio run through a real
 /// `ManagedSession` (file source read as fast as it decodes, so stream time is the clock), the
 /// session's continuous results fed to a `CueMonitor` as the daemon feeds it, and every fired
 /// cue compared with the moment the programme truly crossed it.
@@ -308,12 +308,12 @@ enum CueBenchmark {
         var out = """
             ## Cues: firing in sync with the programme
 
-            \(Report.runLine(env)), `earshot-bench cues`.
+            \(Report.runLine(env))
 
             A 10-minute programme (\(r.programmeFiles.count) corpus files back to back, as one reference) with \(r.cueCount) cues (58 every ~10 s with up to 4 s of jitter — points and 3 s ranges, interstitials with an asset URI, every 7th JUMP-restricted, one ONCE — plus a PRE and a POST), in a catalog with the other corpus files as distractors. The programme's audio (16 kHz, with white noise at the SNR each run names, over the whole programme: quiet passages get much less) is read by a real `ManagedSession` from a file as fast as it decodes (attempts every 1 s of audio unless the run says otherwise — earshotd's `session.attempt_interval_ms` — 12 s window, tail check of 2 s). Runs: the whole programme at 1.00 and at 1.04 (resampled: pitch and tempo, as PAL speed-up); *seeks*: 0–200 s, cut to 320 s (+2 min), 100 s, back to 300 s (−2 min), 100 s; *lost*: 0–150 s, then 30 s of a held-out corpus file (another channel), then the programme again from 180 s, and its continuous results drive a `CueMonitor` (lead 5 s, hold 2.5 s, lost horizon 10 s, minimum confidence 0.5) exactly as earshotd does. A result for the window ending at stream time t reaches the monitor at t + \(Fmt.f(r.attemptLatencyP99 * 1000, 2)) ms (this machine's p99 of a window match plus a tail match; p50 \(Fmt.f(r.attemptLatencyP50 * 1000, 2)) ms); timers fire exactly on the monitor's deadlines. True time of a cue: the stream time at which the played audio crosses its start.
 
-            | run | started exactly once | missing / duplicated / out of order / unexpected | \\|fire − true\\| p50 / p95 / max | target | skipped (owed) | lost events |
-            |---|---|---|---|---|---|---|
+            | run | started exactly once | missing / duplicated / out of order / unexpected | \\|fire − true\\| p50 / p95 / max | target | | skipped (owed) | lost events |
+            |---|---|---|---|---|---|---|---|
 
             """
         for run in r.runs {
@@ -327,7 +327,7 @@ enum CueBenchmark {
                 + "\(Fmt.f(p50)) / \(Fmt.f(p95)) / \(Fmt.f(mx)) ms | p95 ≤ 50, max ≤ 150 ms, each once in order | \(Fmt.passFail(ok)) "
                 + "| \(run.skipped) (\(run.owed))\(run.expectedSkipped > 0 ? " of \(run.expectedSkipped) jumped over" : "") | \(run.lostEvents) |\n"
         }
-        out += "\n| run | cut at (stream s) | resynchronised after | first cue after the cut: due after / fire error | target | cues started between cut and resync |\n|---|---|---|---|---|---|\n"
+        out += "\n| run | cut at (stream s) | resynchronised after | first cue after the cut: due after / fire error | target | | cues started between cut and resync |\n|---|---|---|---|---|---|---|\n"
         for run in r.runs where !run.seeks.isEmpty {
             for s in run.seeks {
                 let label = run.name

@@ -9,7 +9,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// The daemon benchmark (issue 4): `earshotd` as a real process on loopback, driven by the Swift
+/// The daemon benchmark: `earshotd` as a real process on loopback, driven by the Swift
 /// client. RPC round trips, 100 concurrent clients, event latency, 10 000 events/s to 10
 /// subscribers beside a stalled one, and the daemon's CPU and memory while prerecording.
 struct DaemonReport {

@@ -30,7 +30,7 @@ struct HostileReport {
 }
 
 enum HostileBenchmark {
-    /// Descriptors the daemon gets: systemd's default soft limit, which the flood used to exhaust.
+    /// Descriptors the daemon gets: systemd's default soft limit, which a connection flood must not exhaust.
     static let fileLimit = 1024
 
     static func run(options: Options, prepared p: Prepared, workDirectory: String) throws -> HostileReport {
@@ -554,7 +554,7 @@ extension Report {
         func ms(_ v: [Double], _ p: Double) -> String { Fmt.f(Stats.percentile(v, p), 2) }
         var s = "## Daemon on a hostile LAN\n\n" + runLine(env) + "\n\n"
         s += "`earshotd` (release, CURVE on as shipped, started with \(r.fileLimit) file descriptors: systemd's default soft limit, "
-            + "which it can no longer raise; \(r.connectionCap) connections allowed after its reserve) with a \(r.catalog) and a programme "
+            + "which it then cannot raise (the hard limit is the same); \(r.connectionCap) connections allowed after its reserve) with a \(r.catalog) and a programme "
             + "played in real time. An allow-listed operator calls `Match` back to back (10 ms apart) while each attack runs; "
             + "attackers run in the benchmark process on the same 2 cores, so every row also carries their CPU cost.\n\n"
         s += "| attack | good client's `Match` | daemon CPU | what it cost the daemon |\n|---|---|---|---|\n"

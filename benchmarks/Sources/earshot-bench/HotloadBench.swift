@@ -11,7 +11,7 @@ import Foundation
     import Glibc
 #endif
 
-/// The catalog hot-load benchmark (issue 13): `earshotd` (release, CURVE on as shipped) on
+/// The catalog hot-load benchmark: `earshotd` (release, CURVE on as shipped) on
 /// loopback takes catalogs over the network while clients call `Match`. A 100 MB push end to
 /// end, 100 swaps under 20 clients' `Match` load (latency, errors, memory, mappings and
 /// descriptors after), five enabled catalogs against one of the same total size, and the time
@@ -305,7 +305,7 @@ enum HotloadBenchmark {
                     bigPush.uploadMegabytesPerSecond, bigPush.commitSeconds * 1000, bigPush.installMilliseconds, firstMs, attempts,
                     first as NSString))
 
-        // Where the push time goes.
+        // Where the push time goes (the log's "diagnosis:" lines).
         r.diagnostics = try diagnose(r, adminClient, bigBytes, bigSHA, workDirectory: workDirectory, daemonPath: daemonPath,
                                      state: state, programme: programme)
 
@@ -714,11 +714,12 @@ extension Report {
             s += "| (each swap of live, under the load: push + commit) | p50 \(ms(Stats.percentile(times, 50))) ms, max \(ms(times.max())) ms; install_milliseconds p50 \(ms(Stats.percentile(installs, 50))), max \(ms(installs.max())) | | |\n"
         }
 
-        s += "\n### Where the push time goes\n\n"
-        s += "The same \(mb(r.bigBytes)) file pushed again under another name (disabled, then removed) with other chunk sizes, and to a second "
-            + "daemon without CURVE; then the server's per-chunk disk work and hashing measured alone in the benchmark process on the same file system.\n\n"
-        s += "| what | measured |\n|---|---|\n"
-        for d in r.diagnostics { s += "| \(d.what) | \(d.result) |\n" }
+        // Where a push's time goes is a question of its own: the run prints its rows ("diagnosis:")
+        // in the log, and benchmarks/studies/catalog-push-throughput.md holds the answer.
+        if !r.diagnostics.isEmpty {
+            s += "\nWhere a push's time goes (the same file with other chunk sizes, without CURVE, and the server's disk work and hashing "
+                + "alone) is printed in the run's log (`diagnosis:` lines): [studies/catalog-push-throughput.md](studies/catalog-push-throughput.md).\n"
+        }
         return s
     }
 }

@@ -11,7 +11,7 @@ import Foundation
     import Glibc
 #endif
 
-/// The live-listening benchmark (issue 3): prepared `result()` latency, audio needed without
+/// The live-listening benchmark: prepared `result()` latency, audio needed without
 /// `prepare()`, drift of `predictedCurrentMatchOffset`, and the cost of prerecording.
 ///
 /// Programme audio comes from corpus files written as WAV and played by `PacedFileAudioSource`

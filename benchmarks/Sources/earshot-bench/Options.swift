@@ -58,14 +58,14 @@ struct Options {
           daemon        earshotd as a process: Match round trips, 100 concurrent clients,
                         event latency, 10 000 events/s to 10 subscribers beside a stalled
                         one, CPU and memory while prerecording (about 2 minutes)
-          hostile       earshotd (CURVE, 1024 descriptors) under the LAN attacks of issue
-                        11 while a good client calls Match: connection flood, one key's
-                        stream hoarding, metadata bombs, subscription flood, one key's library
-                        watches against another owner's reads (about 3 minutes)
-          hotload       earshotd (CURVE) taking catalogs over the network (issue 13): a 100 MB
+          hostile       earshotd (CURVE, 1024 descriptors) under attacks from the LAN while a
+                        good client calls Match: connection flood, one key's stream hoarding,
+                        metadata bombs, subscription flood, one key's library watches against
+                        another owner's reads, the most cues allowed (about 3 minutes)
+          hotload       earshotd (CURVE) taking catalogs over the network: a 100 MB
                         push, 100 swaps under 20 clients' Match load, five catalogs vs one,
-                        install-to-first-match of a ~125-hour catalog (about 2½ minutes)
-          cues          cue firing against the programme's true timeline (issue 14): 10 min, 60
+                        install-to-first-match of a ~100-hour catalog (about 2½ minutes)
+          cues          cue firing against the programme's true timeline: 10 min, 60
                         cues, at 1.00 and +4 % with noise, seeks, a lost programme
           library       earshotd's Library service (SQLite, full sync) over CURVE: one item per
                         Add, first pages of a 10 000-item library, 100 clients adding at once

@@ -37,7 +37,7 @@ struct Condition: Sendable {
     /// Query length in seconds (after the transform).
     var length: Double
     var transform: Transform
-    /// Recall target in percent (DESIGN §8), if the design sets one.
+    /// Recall target in percent, if the condition has one.
     var target: Double?
 
     /// Source seconds consumed per query second.
@@ -84,8 +84,8 @@ struct Condition: Sendable {
         Condition(key: "tempo+5", name: "10 s tempo +5 % (sox, pitch kept)", length: 10, transform: .tempo(1.05), target: 90),
         Condition(key: "reverb", name: "10 s reverb RT60 0.6 s + noise 5 dB", length: 10,
                   transform: .reverbNoise(rt60: 0.6, snr: 5), target: 90),
-        // The living room (issue 16): people talking, other music, pitch-only shifts, rooms,
-        // coloured noise. Targets from the issue.
+        // The living room: people talking, other music, pitch-only shifts, rooms, coloured
+        // noise.
         Condition(key: "speech0", name: "10 s + people talking, as loud as the TV (0 dB)", length: 10,
                   transform: .speech(ratio: 0), target: 80),
         Condition(key: "speech+5", name: "10 s + people talking, 5 dB louder than the TV", length: 10,
@@ -102,8 +102,8 @@ struct Condition: Sendable {
                   transform: .reverbNoise(rt60: 0.8, snr: 5), target: 95),
         Condition(key: "pink-5", name: "10 s + pink noise −5 dB SNR", length: 10, transform: .coloredNoise(.pink, snr: -5), target: 90),
         Condition(key: "brown-5", name: "10 s + brown noise −5 dB SNR", length: 10, transform: .coloredNoise(.brown, snr: -5), target: 90),
-        // Last, so that adding it left every other condition's queries as they were (seeds follow
-        // the position in this list).
+        // Conditions are only ever appended: seeds follow the position in this list, so the ones
+        // above keep their queries.
         Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
                   transform: .babble(ratio: 0), target: nil),
         // A film or programme sped up (PAL) or slowed, heard in a noisy room.
@@ -119,7 +119,7 @@ struct Condition: Sendable {
                   transform: .speech(ratio: 5, pauses: false), target: nil),
     ]
 
-    /// The living-room conditions (issue 16), also measured at scale.
+    /// The living-room conditions, also measured at scale.
     static let livingRoom = ["speech0", "speech+5", "speech+10", "music0", "pitch+1", "pitch-1", "room0.3", "room0.8", "pink-5", "brown-5"]
 
     /// The longest source span any condition cuts, which bounds where queries may start.

@@ -52,11 +52,12 @@ struct RunEnvironment {
 }
 
 enum Report {
-    /// "livingroom" (issue 16) and "recut" (issue 12) hold before/after comparisons of two builds,
-    /// "clients" is written by benchmarks/client-rtt.sh and "footprint" from benchmarks/footprint.sh;
-    /// no earshot-bench run writes them, every run keeps them.
-    static let sections = ["conditions", "recognition", "performance", "scale", "livingroom", "live", "daemon", "hostile", "hotload",
-                           "board", "footprint", "cues", "library", "clients", "recut"]
+    /// The sections of RESULTS.md, in order, each between `<!-- begin:NAME -->` and `<!-- end:NAME -->`.
+    /// "footprint" is the table benchmarks/footprint.sh prints, pasted by hand, and "clients" is written
+    /// by benchmarks/client-rtt.sh: no earshot-bench run writes them, every run keeps them. Text outside
+    /// the markers is not kept: studies live in benchmarks/studies/.
+    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload",
+                           "board", "footprint", "cues", "library", "clients"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
     static func render(env: RunEnvironment, recognition: [ConditionReport]?, scale: ScaleReport?, live: LiveReport?,
@@ -104,10 +105,12 @@ enum Report {
         var out = """
             # Earshot benchmark results
 
-            Written by `earshot-bench` (benchmarks/Sources/earshot-bench); do not edit by hand. Regenerate with
-            `benchmarks/run.sh` (see benchmarks/README.md for what every number means). Targets are those of
-            DESIGN.md §8 / the benchmark issue. A section not re-measured by the latest run is kept from the run
-            named in it.
+            The latest measurement of every benchmark, one section each, stamped with the date and commit it
+            ran on. `benchmarks/run.sh` (earshot-bench) rewrites the sections it measures and keeps the others
+            as they are; "Footprint" is the table `benchmarks/footprint.sh` prints and "Clients side by side" is
+            written by `benchmarks/client-rtt.sh`. A number with a target is printed beside it, PASS or **FAIL**.
+            What each number means: [README.md](README.md). Questions answered with these benchmarks, and
+            what was tried and not kept: [studies/](studies/README.md).
 
 
             """
@@ -269,10 +272,10 @@ enum Report {
         return s
     }
 
-    /// Recall under the looser rule of the issue's held-out measure (right item, offset within
-    /// 1 s) beside this benchmark's 0.1 s: how much of a gap is the offset, not the item.
+    /// Recall under a looser rule (right item, offset within 1 s) beside this benchmark's 0.1 s:
+    /// how much of a gap is the offset, not the item.
     static func looseRecallTable(_ reports: [ConditionReport]) -> String {
-        var s = "\nRecall with the offset allowed within 1 s (the held-out measure's rule) beside the 0.1 s above, and "
+        var s = "\nRecall with the offset allowed within 1 s beside the 0.1 s above, and "
         s += "how often the right place (offset within 0.1 s) is among the positions the result lists: a repeated section "
         s += "matches at each place it occurs, every one that scores alike is listed, and a session picks the one that "
         s += "continues what it heard:\n\n"
@@ -416,7 +419,7 @@ enum Report {
         return s
     }
 
-    /// Issue 16, step 3: how far chance reaches on audio that is not in the catalog, at both sizes.
+    /// How far chance reaches on audio that is not in the catalog, at both sizes.
     static func calibrationSection(_ r: ScaleReport) -> String {
         guard let first = r.calibrationSmall.first else { return "" }
         let kinds = first.chance.keys.sorted()

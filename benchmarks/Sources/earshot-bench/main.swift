@@ -1,7 +1,8 @@
 import EarshotCore
 import Foundation
 
-// earshot-bench: the recognition, scale and live benchmarks of DESIGN §8. See benchmarks/README.md.
+// earshot-bench: Earshot's benchmarks (recognition, scale, live, daemon, hostile LAN, hot-load, board,
+// cues, library), written to benchmarks/RESULTS.md. See benchmarks/README.md.
 
 func benchMain() -> Int32 {
     let options: Options
