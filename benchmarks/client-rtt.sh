@@ -142,8 +142,7 @@ if "<!-- begin:clients -->" in text:
     a = text.index("<!-- begin:clients -->"); b = text.index("<!-- end:clients -->") + len("<!-- end:clients -->\n")
     text = text[:a] + section + text[b:]
 else:
-    a = text.index("<!-- begin:recut -->")
-    text = text[:a] + section + "\n" + text[a:]
+    text = text.rstrip("\n") + "\n\n" + section
 open(results, "w").write(text)
 PY
 echo "client-rtt: wrote the section \"clients\" of benchmarks/RESULTS.md"
