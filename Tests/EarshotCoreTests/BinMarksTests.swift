@@ -3,7 +3,7 @@ import Testing
 
 @testable import EarshotCore
 
-/// The set of offset bins `Matcher.gatherHits` asks of every hit (`BinMarks`): the same answers
+/// The set of offset bins `CandidateFitter.gather` asks of every hit (`BinMarks`): the same answers
 /// as a plain set, over timelines of one summary word and of many, across repeated uses.
 struct BinMarksTests {
     @Test(arguments: [1, 63, 64, 4_097, 1_400_000])

@@ -5,7 +5,7 @@ import Testing
 /// Which speed and pitch hypotheses the matcher searches with all anchors after the coarse stage.
 struct HypothesisRankingTests {
     @Test func theBestIsSearchedFromTheCoarseFloorAndTheRunnerUpFromTheVerificationFloor() throws {
-        let floor = Matcher.coarseFloor, verification = Matcher.verificationFloor
+        let floor = MatchThresholds.coarseFloor, verification = Matcher.verificationFloor
         try #require(floor < verification - 1, "a runner-up between the two floors exists")
         // A weak best alone: a speed change under noise shows a handful of anchors there.
         func refined(_ scored: [(score: Int, hypothesis: Int)]) -> [String] {

@@ -207,7 +207,7 @@ struct RankingTests {
     /// References best first, each followed by its other places that score alike; the same place
     /// found twice (two hypotheses) counts once; anything under a quarter of the best goes.
     @Test func placesThatScoreAlikeFollowTheirReferencesBest() {
-        let ranked = Matcher.ranked([
+        let ranked = MatchRanking.ranked([
             candidate(1, 50, 30), candidate(0, 10, 40), candidate(0, 70, 32), candidate(0, 10.4, 39),
             candidate(0, 130, 20), candidate(1, 90, 24), candidate(2, 5, 9), candidate(1, 20, 8),
         ])
@@ -220,10 +220,10 @@ struct RankingTests {
     /// the same measure. A near tie (a real repeat) keeps the anchors' order; references keep theirs.
     @Test func thePlaceHoldingClearlyMorePeaksLeads() {
         let found = [candidate(0, 10, 16), candidate(0, 70, 14), candidate(0, 130, 11), candidate(1, 50, 12), candidate(1, 90, 11)]
-        let ranked = Matcher.ranked(found)
+        let ranked = MatchRanking.ranked(found)
         #expect(ranked.map(\.offset) == [10, 70, 50, 90], "130 has under three quarters of the anchors")
-        let peakScores: [Double: Double] = [10: 20, 70: 21, 130: 20 + Matcher.leadMargin + 0.5, 50: 15, 90: 15 + Matcher.leadMargin - 0.5]
-        let led = Matcher.leading(ranked, among: found) { peakScores[$0.offset]! }
+        let peakScores: [Double: Double] = [10: 20, 70: 21, 130: 20 + MatchThresholds.leadMargin + 0.5, 50: 15, 90: 15 + MatchThresholds.leadMargin - 0.5]
+        let led = MatchRanking.leading(ranked, among: found) { peakScores[$0.offset]! }
         #expect(led.map(\.offset) == [130, 70, 10, 50, 90])
         #expect(led.map(\.referenceIndex) == [0, 0, 0, 1, 1])
         // The leader carries its reference's best confidence (what a session's jump check and
@@ -231,33 +231,33 @@ struct RankingTests {
         #expect(led[0].confidence == found[0].confidence && led[0].inliers == 11)
         #expect(led[1].confidence == found[1].confidence)
         // Nothing clearly better: the ranking stands.
-        #expect(Matcher.leading(ranked, among: found) { _ in 1 }.map(\.offset) == [10, 70, 50, 90])
+        #expect(MatchRanking.leading(ranked, among: found) { _ in 1 }.map(\.offset) == [10, 70, 50, 90])
     }
 
     /// An alike place of the ranked group can lead too, listed once; exactly the margin is enough.
     @Test func anAlikePlaceCanLeadAndExactlyTheMarginIsEnough() {
         let found = [candidate(0, 10, 20), candidate(0, 40, 18), candidate(0, 80, 17)]
-        let ranked = Matcher.ranked(found)
+        let ranked = MatchRanking.ranked(found)
         #expect(ranked.map(\.offset) == [10, 40, 80])
-        let scores: [Double: Double] = [10: 10, 40: 10 + Matcher.leadMargin, 80: 11]
-        let led = Matcher.leading(ranked, among: found) { scores[$0.offset]! }
+        let scores: [Double: Double] = [10: 10, 40: 10 + MatchThresholds.leadMargin, 80: 11]
+        let led = MatchRanking.leading(ranked, among: found) { scores[$0.offset]! }
         #expect(led.map(\.offset) == [40, 80, 10])
         #expect(led[0].confidence == found[0].confidence)
-        let under: [Double: Double] = [10: 10, 40: 10 + Matcher.leadMargin - 0.01, 80: 11]
-        #expect(Matcher.leading(ranked, among: found) { under[$0.offset]! }.map(\.offset) == [10, 40, 80])
+        let under: [Double: Double] = [10: 10, 40: 10 + MatchThresholds.leadMargin - 0.01, 80: 11]
+        #expect(MatchRanking.leading(ranked, among: found) { under[$0.offset]! }.map(\.offset) == [10, 40, 80])
     }
 
-    /// A place no search found (`Matcher.otherPlaces`) can lead its reference, but only by the
+    /// A place no search found (`PeakSearch.otherPlaces`) can lead its reference, but only by the
     /// wider `elsewhereMargin`; it never brings in a reference the ranking does not list.
     @Test func aPlaceNoSearchFoundLeadsOnlyByTheWiderMargin() {
         let found = [candidate(0, 10, 20), candidate(1, 50, 14)]
-        let ranked = Matcher.ranked(found)
+        let ranked = MatchRanking.ranked(found)
         #expect(ranked.map(\.offset) == [10, 50])
-        #expect(Matcher.elsewhereMargin > Matcher.leadMargin)
+        #expect(MatchThresholds.elsewhereMargin > MatchThresholds.leadMargin)
         let unrelated = candidate(2, 300, 3)
-        for (gain, leads) in [(Matcher.elsewhereMargin, true), (Matcher.elsewhereMargin - 0.01, false), (Matcher.leadMargin, false)] {
+        for (gain, leads) in [(MatchThresholds.elsewhereMargin, true), (MatchThresholds.elsewhereMargin - 0.01, false), (MatchThresholds.leadMargin, false)] {
             let scores: [Double: Double] = [10: 10, 50: 10, 130: 10 + gain, 300: 100]
-            let led = Matcher.leading(ranked, among: found, elsewhere: [candidate(0, 130, 3), unrelated]) { scores[$0.offset]! }
+            let led = MatchRanking.leading(ranked, among: found, elsewhere: [candidate(0, 130, 3), unrelated]) { scores[$0.offset]! }
             // A place that leads is followed by the ranked one it displaced.
             #expect(led.map(\.offset) == (leads ? [130, 10, 50] : [10, 50]), "gain \(gain)")
             #expect(led.map(\.referenceIndex) == (leads ? [0, 0, 1] : [0, 1]))
@@ -267,17 +267,17 @@ struct RankingTests {
         // Where a search found the same place (within a second), the fit with more aligned
         // anchors stands for it, with its own margin.
         // 130 beats the leader by more than `leadMargin`, less than `elsewhereMargin`.
-        let between = 10 + (Matcher.leadMargin + Matcher.elsewhereMargin) / 2
+        let between = 10 + (MatchThresholds.leadMargin + MatchThresholds.elsewhereMargin) / 2
         let scores: [Double: Double] = [10: 10, 130: between, 130.3: between, 50: 10]
         let foundThere = found + [candidate(0, 130, 4)]
-        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 3)]) { scores[$0.offset]! }
+        #expect(MatchRanking.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 3)]) { scores[$0.offset]! }
             .map(\.offset) == [130, 10, 50])
-        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 6)]) { scores[$0.offset]! }
+        #expect(MatchRanking.leading(ranked, among: foundThere, elsewhere: [candidate(0, 130.3, 6)]) { scores[$0.offset]! }
             .map(\.offset) == [10, 50])
         // A found place that beats the leader by its margin still leads when a place no search
         // found scores higher without beating the wider margin.
-        let both: [Double: Double] = [10: 10, 130: between, 200: 10 + Matcher.elsewhereMargin - 0.01, 50: 10]
-        #expect(Matcher.leading(ranked, among: foundThere, elsewhere: [candidate(0, 200, 3)]) { both[$0.offset]! }
+        let both: [Double: Double] = [10: 10, 130: between, 200: 10 + MatchThresholds.elsewhereMargin - 0.01, 50: 10]
+        #expect(MatchRanking.leading(ranked, among: foundThere, elsewhere: [candidate(0, 200, 3)]) { both[$0.offset]! }
             .map(\.offset) == [130, 10, 50])
     }
 }

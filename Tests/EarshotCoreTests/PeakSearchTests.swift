@@ -4,7 +4,7 @@ import Testing
 
 @testable import EarshotCore
 
-/// The peak search (`Matcher.peakSearch`): the last resort of a query whose landmarks a room or
+/// The peak search (`PeakSearch`): the last resort of a query whose landmarks a room or
 /// loud noise broke, found where the reference's own peaks stand far above chance although only
 /// a few anchors (from 2) align there.
 struct PeakSearchTests {
@@ -47,7 +47,7 @@ struct PeakSearchTests {
     }
 
     /// A matcher keeps the room search's hits, and the places listed from them, while it searches
-    /// the other hypotheses (`Matcher.placesOfHits`): what one query left must never be what the
+    /// the other hypotheses (`HitCollector.listedPlaces`): what one query left must never be what the
     /// next one's peak search looks at. A matcher that served other queries before answers each
     /// query as a new one does.
     @Test func aMatcherAnswersAsANewOneAfterOtherQueries() throws {
@@ -69,7 +69,7 @@ struct PeakSearchTests {
         #expect(thinnedFound >= 2, "only \(thinnedFound) thinned queries were found by the peak search")
     }
 
-    /// The places of rare landmarks (`Matcher.rareLandmarkBins`): hits weighted by 1 / their
+    /// The places of rare landmarks (`BinRanking.rareLandmarkBins`): hits weighted by 1 / their
     /// landmark's hits, only landmarks of at most `rareLandmarkHits`, from 2 hits, away from the
     /// bins taken.
     @Test func rareLandmarksRankThePlacesTheyPointTo() throws {
@@ -94,17 +94,17 @@ struct PeakSearchTests {
         for _ in 0..<3 { add(hits: 3, at: [20]) }            // bin 20: weight 3 × 1/3
         add(hits: 1, at: [25])                               // one hit: no fit
         add(hits: 1, at: [30]); add(hits: 1, at: [30])      // bin 30: near a bin taken
-        add(hits: Matcher.rareLandmarkHits + 1, at: [40])   // bin 40: landmarks just too common
-        add(hits: Matcher.rareLandmarkHits + 1, at: [40])
-        add(hits: Matcher.rareLandmarkHits, at: [50])       // bin 50: weight 2 / 16
-        add(hits: Matcher.rareLandmarkHits, at: [50])
+        add(hits: MatchThresholds.rareLandmarkHits + 1, at: [40])   // bin 40: landmarks just too common
+        add(hits: MatchThresholds.rareLandmarkHits + 1, at: [40])
+        add(hits: MatchThresholds.rareLandmarkHits, at: [50])       // bin 50: weight 2 / 16
+        add(hits: MatchThresholds.rareLandmarkHits, at: [50])
         try #require(spare < 400)
-        matcher.holdHits(queryFrames: queryFrames, referenceFrames: referenceFrames, sources: sources)
-        let bin = { (b: Int) in matcher.histogram.bin(ofOffset: b * width + width / 2)! }
-        #expect(matcher.rareLandmarkBins(4, apartFrom: [bin(30) + 2]) == [bin(10), bin(20), bin(50)])
-        #expect(matcher.rareLandmarkBins(2, apartFrom: [bin(30) + 2]) == [bin(10), bin(20)])
-        #expect(matcher.rareLandmarkBins(4, apartFrom: [bin(10) - 2, bin(50) + 1]) == [bin(30), bin(20)])
-        #expect(matcher.rareLandmarkBins(0, apartFrom: []).isEmpty)
+        matcher.hits.hold(queryFrames: queryFrames, referenceFrames: referenceFrames, sources: sources)
+        let bin = { (b: Int) in matcher.bins.histogram.bin(ofOffset: b * width + width / 2)! }
+        #expect(matcher.bins.rareLandmarkBins(4, apartFrom: [bin(30) + 2]) == [bin(10), bin(20), bin(50)])
+        #expect(matcher.bins.rareLandmarkBins(2, apartFrom: [bin(30) + 2]) == [bin(10), bin(20)])
+        #expect(matcher.bins.rareLandmarkBins(4, apartFrom: [bin(10) - 2, bin(50) + 1]) == [bin(30), bin(20)])
+        #expect(matcher.bins.rareLandmarkBins(0, apartFrom: []).isEmpty)
     }
 
     /// A query another stage finds never gets a place of the peak search: it is a last resort.
@@ -139,31 +139,31 @@ struct PeakSearchTests {
     /// 0; a larger catalog moves the schedule one anchor later per anchor it requires more.
     @Test func theScoreAskedFallsWithTheAnchorsAndRisesWithTheCatalog() {
         let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
-        #expect(Matcher.peakSearchScore(inliers: 2, requiredInliers: minimum) == Matcher.peakSearchScore)
-        #expect(Matcher.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == Matcher.peakSearchScore)
+        #expect(MatchThresholds.peakSearchScore(inliers: 2, requiredInliers: minimum) == MatchThresholds.peakSearchScore)
+        #expect(MatchThresholds.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == MatchThresholds.peakSearchScore)
         // At the anchors a confirmation starts from, more than it asks (80 places, not a few)…
-        #expect(Matcher.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5)
+        #expect(MatchThresholds.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5)
         for inliers in confirmation...(confirmation + 1) {
-            #expect(Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)
-                > Matcher.confirmationScore(inliers: inliers, requiredInliers: minimum))
+            #expect(MatchThresholds.peakSearchScore(inliers: inliers, requiredInliers: minimum)
+                > MatchThresholds.confirmationScore(inliers: inliers, requiredInliers: minimum))
         }
         // … 3 at 6, as much as a confirmation asks there, and the floor from 8.
-        #expect(Matcher.peakSearchScore(inliers: 6, requiredInliers: minimum)
-            == Matcher.confirmationScore(inliers: 6, requiredInliers: minimum))
-        #expect(Matcher.peakSearchScore(inliers: 8, requiredInliers: minimum) == Matcher.peakSearchLeastScore)
+        #expect(MatchThresholds.peakSearchScore(inliers: 6, requiredInliers: minimum)
+            == MatchThresholds.confirmationScore(inliers: 6, requiredInliers: minimum))
+        #expect(MatchThresholds.peakSearchScore(inliers: 8, requiredInliers: minimum) == MatchThresholds.peakSearchLeastScore)
         var previous = Double.infinity
         for inliers in 2...40 {
-            let score = Matcher.peakSearchScore(inliers: inliers, requiredInliers: minimum)
+            let score = MatchThresholds.peakSearchScore(inliers: inliers, requiredInliers: minimum)
             #expect(score <= previous)
-            #expect(score >= Matcher.peakSearchLeastScore)
+            #expect(score >= MatchThresholds.peakSearchLeastScore)
             // One tenfold larger catalog: one anchor more for the same score.
-            #expect(Matcher.peakSearchScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
+            #expect(MatchThresholds.peakSearchScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
             previous = score
         }
-        #expect(Matcher.peakSearchScore(inliers: 40, requiredInliers: minimum) == Matcher.peakSearchLeastScore)
+        #expect(MatchThresholds.peakSearchScore(inliers: 40, requiredInliers: minimum) == MatchThresholds.peakSearchLeastScore)
         // `confirmed` skips the shifts' look when the density alone turns a place away: sound
         // only while every threshold is above 0.
-        #expect(Matcher.peakSearchLeastScore > 0)
+        #expect(MatchThresholds.peakSearchLeastScore > 0)
     }
 
     /// A search's confirmation asks most of a candidate with fewest anchors (4 at 4, 3.5 at 5),
@@ -171,19 +171,19 @@ struct PeakSearchTests {
     /// later per anchor it requires more.
     @Test func aConfirmationAsksMoreOfFewerAnchors() {
         let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
-        #expect(Matcher.confirmationScore(inliers: confirmation, requiredInliers: minimum) == 4)
-        #expect(Matcher.confirmationScore(inliers: confirmation + 1, requiredInliers: minimum) == 3.5)
-        #expect(Matcher.confirmationScore(inliers: confirmation + 2, requiredInliers: minimum) == Matcher.verificationScore)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum) == 4)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation + 1, requiredInliers: minimum) == 3.5)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation + 2, requiredInliers: minimum) == Matcher.verificationScore)
         var previous = Double.infinity
         for inliers in confirmation...30 {
-            let score = Matcher.confirmationScore(inliers: inliers, requiredInliers: minimum)
+            let score = MatchThresholds.confirmationScore(inliers: inliers, requiredInliers: minimum)
             #expect(score <= previous)
             #expect(score >= Matcher.verificationScore)
-            #expect(Matcher.confirmationScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
+            #expect(MatchThresholds.confirmationScore(inliers: inliers + 1, requiredInliers: minimum + 1) == score)
             previous = score
         }
         // In a larger catalog, the floor's score is still the most asked.
-        #expect(Matcher.confirmationScore(inliers: confirmation, requiredInliers: minimum + 1) == 4)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum + 1) == 4)
         #expect(Matcher.verificationScore > 0)
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import EarshotCore
 
-/// The room search (`Matcher.roomFrameTolerance`): in a room each surviving peak comes late by
+/// The room search (`MatchThresholds.roomFrameTolerance`): in a room each surviving peak comes late by
 /// its own few frames, so the time between a pair's peaks moves by up to as much, and the
 /// landmarks of unchanged audio probed within one frame miss most pairs.
 struct RoomSearchTests {
@@ -61,8 +61,8 @@ struct RoomSearchTests {
             return all
         }
         let narrow = landmarks(LandmarkHasher.queryFrameTolerance)
-        let added = landmarks(Matcher.roomFrameTolerance, beyond: LandmarkHasher.queryFrameTolerance)
-        let wide = landmarks(Matcher.roomFrameTolerance)
+        let added = landmarks(MatchThresholds.roomFrameTolerance, beyond: LandmarkHasher.queryFrameTolerance)
+        let wide = landmarks(MatchThresholds.roomFrameTolerance)
         #expect(!added.isEmpty && !narrow.isEmpty)
         #expect(Set(added.keys).isDisjoint(with: narrow.keys))
         #expect(narrow.merging(added, uniquingKeysWith: +) == wide)

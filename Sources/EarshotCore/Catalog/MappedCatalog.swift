@@ -113,7 +113,7 @@ public final class MappedCatalog: @unchecked Sendable {
         guard crc == storedCRC else { throw .catalogInvalid("header checksum mismatch (file corrupt)") }
         guard (4...22).contains(bits), entries <= UInt64(Int32.max), timeline <= UInt64(CatalogLayout.maximumTimelineFrames),
             minQuery.isFinite, maxQuery.isFinite, minQuery > 0, minQuery <= maxQuery,
-            // The matcher sizes its offset range by the longest query: no longer than a catalog.
+            // The matcher sizes its offset range by the longest query: at most a catalog's duration.
             maxQuery <= CatalogLayout.maximumDuration
         else { throw .catalogInvalid("header fields out of range") }
 

@@ -56,7 +56,7 @@ final class SpectralAnalyzer {
             }
         }
         fft.execute()
-        // Power into the (now unused) input buffer: saves a buffer and stays allocation-free.
+        // Power into the input buffer, which the FFT has done with: saves a buffer and stays allocation-free.
         let lo = FingerprintParameters.minimumBin - FingerprintParameters.lowGuardBins
         let hi = FingerprintParameters.maximumBin + FingerprintParameters.highGuardBins
         let out = fft.output

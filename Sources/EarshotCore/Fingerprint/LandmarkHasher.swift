@@ -20,15 +20,14 @@ public enum LandmarkHasher {
     /// Targets per anchor when indexing references. The catalog's budget (≤ 1 MB per hour) buys
     /// either more pairs per anchor or more anchors: a noisy room leaves few peaks, and a landmark
     /// needs both of its own, so more anchors with two targets each find more than fewer with
-    /// three (benchmarks/RESULTS.md, "The living room", stop 31: rooms and pink noise +2 to +6
-    /// points, other music +4, at 0.98 MB per hour).
+    /// three (benchmarks/studies/which-peaks-make-landmarks.md).
     public static let referenceFanOut = 2
     /// Targets per anchor for queries: more than references, so a reference pair is found even
     /// when noise adds peaks between its two ends.
     public static let queryFanOut = 8
 
     /// One landmark: the hash key, the anchor frame in reference coordinates, and 4 bits giving
-    /// the anchor's frequency inside its bin (1/16 bin), used to measure frequency skew.
+    /// the anchor's frequency inside its bin (1/16 bin), from which frequency skew is measured.
     public struct Landmark: Equatable, Sendable {
         public var key: UInt32
         public var frame: Int32
@@ -36,7 +35,7 @@ public enum LandmarkHasher {
     }
 
     /// Calls `body` for every landmark of `peaks` (in time order) under a hypothesis (see the type).
-    /// `body` also receives the index of the anchor peak. Used to index references.
+    /// `body` also receives the index of the anchor peak. References are indexed with it.
     @inline(__always)
     public static func forEachLandmark(
         _ peaks: UnsafeBufferPointer<Peak>, fanOut: Int, timeScale: Float = 1, pitch: Float = 1,
@@ -62,7 +61,7 @@ public enum LandmarkHasher {
 
     /// Like `forEachLandmark`, for queries: one call per probe, so a pair near a rounding boundary
     /// yields the keys of both neighbours. `frameTolerance` widens the time probes (a room's
-    /// search, `Matcher.roomFrameTolerance`); with `beyond`, only the time probes outside what
+    /// search, `MatchThresholds.roomFrameTolerance`); with `beyond`, only the time probes outside what
     /// that narrower tolerance probes are made (a search that widens one already made). Only
     /// every `anchorStride`-th peak anchors pairs (the matcher's coarse stage): the others are
     /// passed over before their pairs and probes are made.

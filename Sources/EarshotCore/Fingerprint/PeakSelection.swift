@@ -13,9 +13,9 @@
 /// when noise reorders the ranking. Selecting again from a selection keeps every peak: a kept
 /// peak only loses rivals.
 ///
-/// Measured in benchmarks/RESULTS.md ("The living room"): the strongest 10 per second alone,
-/// against the 7 strongest plus 4 per band (stop 24), then 8 + 5 with two targets per anchor
-/// against 7 + 4 with three (stop 31), each at the catalog's size budget.
+/// The reference rule, 8 per second plus 5 per band with two targets per anchor, finds more than
+/// the strongest 10 per second alone and than 7 + 4 with three targets, each at the catalog's size
+/// budget (benchmarks/studies/which-peaks-make-landmarks.md).
 public enum PeakSelection {
     /// How many peaks a ranking keeps, per second of audio.
     public struct Rule: Sendable, Equatable {

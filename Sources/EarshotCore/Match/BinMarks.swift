@@ -1,6 +1,6 @@
 /// A set of offset bins (`OffsetHistogram`'s), one bit per bin over the catalog's timeline, for
-/// asking of every hit whether it lies near any of a few chosen bins (`Matcher.gatherHits`): a
-/// load or two and a test, where a bisection over the chosen bins mispredicted a branch or more
+/// asking of every hit whether it lies near any of a few chosen bins (`CandidateFitter.gather`):
+/// a load or two and a test, where a bisection over the chosen bins mispredicts a branch or more
 /// per hit. At 100 hours the bits take 176 KB, more than L1 holds, and hits fall anywhere on the
 /// timeline; so a summary with one bit per word of bins (2.75 KB) answers first, and turns away
 /// nearly every hit from L1. Made once with the matcher; `clear` unsets only what `mark` set, so

@@ -146,7 +146,7 @@ public final class CatalogSetMatcher {
 
     /// The items of every catalog, references by their best confidence (ties: catalogs in set
     /// order); within one reference the matcher's order stands: it may lead with a place of less
-    /// confidence that holds more of the reference's peaks (`Matcher.leading`).
+    /// confidence that holds more of the reference's peaks (`MatchRanking.leading`).
     static func ranked(_ items: [MatchedMediaItem]) -> [MatchedMediaItem] {
         let groups = items.map { "\($0.catalogName)\u{0}\($0.referenceIndex)" }
         var best: [String: Double] = [:]

@@ -19,8 +19,8 @@ struct LineFit {
         if fine.inliers >= best.inliers { best = fine }
         // Least squares on the inliers, twice (the second pass sees the better line's inliers).
         // With one slope allowed (the peak search's) the intercept stays on the search's grid of
-        // `tolerance`: fitting it as the inliers' mean offset found 2 more of 2500 Recognition
-        // queries and 3 more false positives, one of them a chance alignment (stop 34).
+        // `tolerance`: fitting it as the inliers' mean offset finds a few more queries and as many
+        // more false positives (benchmarks/studies/where-the-peak-search-looks.md).
         for _ in 0..<2 {
             var n = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
             for i in 0..<xs.count where abs(ys[i] - best.intercept - best.slope * xs[i]) <= Self.tolerance {
@@ -54,7 +54,7 @@ struct LineFit {
             histogram.withUnsafeMutableBufferPointer { h in
                 for c in 0...cells { h[c] = 0 }
                 // A point's cell by its position, not truncated toward zero: a point just below
-                // the origin is in no cell (truncating put it in cell 0, where the line found
+                // the origin is in no cell (truncating would put it in cell 0, where the line found
                 // could claim it without holding it).
                 let limit = Double(cells)
                 for i in 0..<xs.count {
