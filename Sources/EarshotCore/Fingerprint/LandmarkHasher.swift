@@ -20,7 +20,7 @@ public enum LandmarkHasher {
     /// Targets per anchor when indexing references. The catalog's budget (≤ 1 MB per hour) buys
     /// either more pairs per anchor or more anchors: a noisy room leaves few peaks, and a landmark
     /// needs both of its own, so more anchors with two targets each find more than fewer with
-    /// three (benchmarks/studies/which-peaks-make-landmarks.md).
+    /// three (benchmarks/studies/reference-anchors-and-fan-out.md).
     public static let referenceFanOut = 2
     /// Targets per anchor for queries: more than references, so a reference pair is found even
     /// when noise adds peaks between its two ends.

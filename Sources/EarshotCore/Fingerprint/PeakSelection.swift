@@ -15,7 +15,7 @@
 ///
 /// The reference rule, 8 per second plus 5 per band with two targets per anchor, finds more than
 /// the strongest 10 per second alone and than 7 + 4 with three targets, each at the catalog's size
-/// budget (benchmarks/studies/which-peaks-make-landmarks.md).
+/// budget (benchmarks/studies/peak-selection-per-band.md).
 public enum PeakSelection {
     /// How many peaks a ranking keeps, per second of audio.
     public struct Rule: Sendable, Equatable {

@@ -20,7 +20,7 @@ struct LineFit {
         // Least squares on the inliers, twice (the second pass sees the better line's inliers).
         // With one slope allowed (the peak search's) the intercept stays on the search's grid of
         // `tolerance`: fitting it as the inliers' mean offset finds a few more queries and as many
-        // more false positives (benchmarks/studies/where-the-peak-search-looks.md).
+        // more false positives (benchmarks/studies/peak-search.md).
         for _ in 0..<2 {
             var n = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
             for i in 0..<xs.count where abs(ys[i] - best.intercept - best.slope * xs[i]) <= Self.tolerance {

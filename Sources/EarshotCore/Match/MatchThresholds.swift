@@ -3,7 +3,7 @@
 enum MatchThresholds {
     // MARK: The evidence a match needs
 
-    /// Fewest aligned anchors of a match: at 9 chance lets more held-out music through, 11 stops no more (benchmarks/studies/anchors-a-match-needs.md).
+    /// Fewest aligned anchors of a match: at 9 chance lets more held-out music through, 11 stops no more (benchmarks/studies/pitch-shifts-and-common-keys.md).
     static let minimumInliers = 10
     /// Index entries (about 10 h) `minimumInliers` holds for; chance needs an anchor more per tenfold beyond (benchmarks/RESULTS.md, 'Scale').
     static let entriesAtMinimumInliers = 1_000_000
@@ -22,62 +22,62 @@ enum MatchThresholds {
     static let candidatesPerHypothesis = 4
     /// Hypotheses searched fully after the coarse stage: the best and the runner-up (set with the coarse stage, not measured on its own).
     static let refinedHypotheses = 2
-    /// Every fourth anchor ranks hypotheses as every third does, in a quarter less time; every eighth loses pitch shifts (benchmarks/studies/which-speeds-to-search.md).
+    /// Every fourth anchor ranks hypotheses as every third does, in a quarter less time; every eighth loses pitch shifts (benchmarks/studies/speed-change-under-noise.md).
     static let coarseAnchorStride = 4
-    /// Coarse anchors that rank the best hypothesis: a speed change under noise shows 3 or 4 there (benchmarks/studies/which-speeds-to-search.md).
+    /// Coarse anchors that rank the best hypothesis: a speed change under noise shows 3 or 4 there (benchmarks/studies/speed-change-under-noise.md).
     static let coarseFloor = 3
-    /// Coarse anchors that rank the runner-up (below: the best is weakly ranked): from 3, a point or two for a quarter more time (benchmarks/studies/which-speeds-to-search.md).
+    /// Coarse anchors that rank the runner-up (below: the best is weakly ranked): from 3, a point or two for a quarter more time (benchmarks/studies/speed-change-under-noise.md).
     static let verificationFloor = 5
-    /// Anchors more for a refined hypothesis: twenty hypotheses give chance twenty places, 2 more chance matches in 2000 without (benchmarks/studies/which-speeds-to-search.md).
+    /// Anchors more for a refined hypothesis: twenty hypotheses give chance twenty places, 2 more chance matches in 2000 without (benchmarks/studies/speed-change-under-noise.md).
     static let refinedExtraInliers = 1
-    /// Anchors more for a weakly ranked hypothesis, searched for nearly every query that gets this far (benchmarks/studies/which-speeds-to-search.md).
+    /// Anchors more for a weakly ranked hypothesis, searched for nearly every query that gets this far (benchmarks/studies/speed-change-under-noise.md).
     static let weakRefinedExtraInliers = 2
     /// Speeds a fitted line may have: the hypotheses' range (derived from `Matcher.hypotheses`, not tuned).
     static let fitSlopes: ClosedRange<Double> = 0.94...1.06
     /// Share of the query's frames a match's hits may drift from their bin's centre: the hypotheses' ±6 % and a little (derived, not tuned).
     static let driftShare = 0.07
-    /// Least score (hits in a bin and its neighbours) of a bin a search fits: one or two hits say nothing (benchmarks/studies/which-speeds-to-search.md).
+    /// Least score (hits in a bin and its neighbours) of a bin a search fits: one or two hits say nothing (benchmarks/studies/speed-change-under-noise.md).
     static let leastCandidateBinScore = 2
     /// Bins an inlier's anchor may sit from where the measured pitch puts it: stored to 1/16 bin, peaks jitter about 0.1 (derived, not tuned).
     static let binTolerance = 0.3
 
     // MARK: The room search
 
-    /// Frames either side the room search probes: a room makes peaks 1–6 frames late; ±1.5 finds 3 points less in rooms (benchmarks/studies/room-search-probes.md).
+    /// Frames either side the room search probes: a room makes peaks 1–6 frames late; ±1.5 finds 3 points less in rooms (benchmarks/studies/room-search.md).
     static let roomFrameTolerance: Float = 2.0
-    /// Anchors more for a room candidate: the wider probes let rhythm alone align (benchmarks/studies/room-search-probes.md).
+    /// Anchors more for a room candidate: the wider probes let rhythm alone align (benchmarks/studies/room-search.md).
     static let roomExtraInliers = 1
-    /// Peak score every room candidate needs: without the check, chance matches go from 2 to 11 of 800 (benchmarks/studies/room-search-probes.md).
+    /// Peak score every room candidate needs: without the check, chance matches go from 2 to 11 of 800 (benchmarks/studies/room-search.md).
     static let roomScore = 3.0
 
     // MARK: Confirmation by the reference's peaks
 
-    /// Fewest aligned anchors a confirmation starts from: from 5, rooms lose 4–8 points; from 3, chance comes back (benchmarks/studies/when-peaks-confirm.md).
+    /// Fewest aligned anchors a confirmation starts from: from 5, rooms lose 4–8 points; from 3, chance comes back (benchmarks/studies/confirmation-chance-at-shifts.md).
     static let confirmationFloor = 4
-    /// Peak score a confirmation asks: other music of the same album scores up to 1.5, right places 3 or more (benchmarks/studies/when-peaks-confirm.md).
+    /// Peak score a confirmation asks: other music of the same album scores up to 1.5, right places 3 or more (benchmarks/studies/confirmation-chance-at-shifts.md).
     static let verificationScore = 3.0
-    /// Scores at `confirmationFloor` anchors and one more: negatives confirmed there score 3.0–3.7, right places mostly 3.9 up (benchmarks/studies/when-peaks-confirm.md).
+    /// Scores at `confirmationFloor` anchors and one more: negatives confirmed there score 3.0–3.7, right places mostly 3.9 up (benchmarks/studies/confirmation-chance-at-shifts.md).
     static let fewAnchorConfirmationScores = [4.0, 3.5]
     /// Seconds a session's followed place may move in the fit and still be the place asked about (set with the session, not measured on its own).
     static let followedPlaceTolerance = 0.5
 
     // MARK: The peak search
 
-    /// Busiest offset bins the peak search looks at: 64 find 2–6 points more in rooms and noise, chance unchanged (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Busiest offset bins the peak search looks at: 64 find 2–6 points more in rooms and noise, chance unchanged (benchmarks/studies/peak-search.md).
     static let peakSearchBins = 64
-    /// Fewest aligned anchors of a place the peak search fits: places from one anchor find few more (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Fewest aligned anchors of a place the peak search fits: places from one anchor find few more (benchmarks/studies/peak-search.md).
     static let peakSearchLeastInliers = 2
     /// Least hits (a bin and its neighbours) of a place the peak search looks at: a fit from 2 anchors needs 2 (derived, not tuned).
     static let placeScore = 2
-    /// Places of rare landmarks looked at beyond the busiest: 16 find 3 more of other music at 0 dB, lose none (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Places of rare landmarks looked at beyond the busiest: 16 find 3 more of other music at 0 dB, lose none (benchmarks/studies/peak-search.md).
     static let rareLandmarkPlaces = 16
-    /// Most hits of a rare landmark: the others are most hits at 100 h, and the same places are found without them (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Most hits of a rare landmark: the others are most hits at 100 h, and the same places are found without them (benchmarks/studies/peak-search.md).
     static let rareLandmarkHits = 16
-    /// Peak score a place of 2–3 anchors needs: up to 80 places are looked at, and negatives' places reach 5.5 (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Peak score a place of 2–3 anchors needs: up to 80 places are looked at, and negatives' places reach 5.5 (benchmarks/studies/peak-search.md).
     static let peakSearchScore = 6.0
-    /// Less asked per anchor beyond `confirmationFloor − 1`: chance over the places falls about so (benchmarks/studies/where-the-peak-search-looks.md).
+    /// Less asked per anchor beyond `confirmationFloor − 1`: chance over the places falls about so (benchmarks/studies/peak-search.md).
     static let peakSearchScoreStep = 1.0
-    /// The least asked of any place: above 0, which `CandidateVerification.confirmed` relies on (benchmarks/studies/where-the-peak-search-looks.md).
+    /// The least asked of any place: above 0, which `CandidateVerification.confirmed` relies on (benchmarks/studies/peak-search.md).
     static let peakSearchLeastScore = 1.0
 
     // MARK: Which place leads
@@ -95,7 +95,7 @@ enum MatchThresholds {
 
     // MARK: Reading the index
 
-    /// Keys whose postings are warmed together: 128–512 keep enough reads in flight and stay in cache (benchmarks/studies/where-match-time-goes.md).
+    /// Keys whose postings are warmed together: 128–512 keep enough reads in flight and stay in cache (benchmarks/studies/match-time-optimizations.md).
     static let warmChunk = 256
     /// Hits after which collection stops, so a pathological catalog cannot stall a query (a bound, not tuned).
     static let maximumHits = 1 << 20

@@ -4,7 +4,7 @@
 /// `forEachBin` lists the hits' bins, sorts the list (a radix sort, one to three passes over it)
 /// and counts runs. A dense array of counters over the catalog's timeline would need one
 /// increment per hit, but at 100 hours it spans 2.8 MB, nearly three times this machine's L2 per
-/// core, and nearly every increment misses the cache (benchmarks/studies/where-match-time-goes.md).
+/// core, and nearly every increment misses the cache (benchmarks/studies/match-time-optimizations.md).
 /// The list is written front to back and sorted in passes whose counters fit in L1. Counts are
 /// exact.
 struct OffsetHistogram {
@@ -56,7 +56,7 @@ struct OffsetHistogram {
     /// `body(bin, hits, their weight)`, both summed over bin-1...bin+1. Without weights the
     /// weight passed is 0. Inlined, with the unweighted form, so each caller's `body` is inlined
     /// into the walk instead of called per bin: a 100 h search walks hundreds of thousands of bins
-    /// per query (benchmarks/studies/where-match-time-goes.md).
+    /// per query (benchmarks/studies/match-time-optimizations.md).
     @inline(__always)
     mutating func forEachBin(queryFrames: [Int32], referenceFrames: [Int32], weights: [Float]?,
                              _ body: (Int, Int, Double) -> Void) {

@@ -19,7 +19,7 @@ public enum PeakVerification {
     /// A reference peak is found when a query peak lies this close to it (frames, bins): the
     /// peak picker places a peak to a fraction of a frame and bin; a room moves it by about a
     /// bin, and its echoes move a peak's time by more: 2.5 frames find more in rooms than 1.5,
-    /// with chance no higher (benchmarks/studies/when-peaks-confirm.md).
+    /// with chance no higher (benchmarks/studies/peak-verification.md).
     static let frameTolerance: Float = 2.5
     static let binTolerance: Float = 1.5
 
@@ -124,7 +124,7 @@ public enum PeakVerification {
     /// so in looped music a shift can find the loop again: that raises chance for every place
     /// of the loop, the right one too, and what it costs the right place a repeat elsewhere
     /// costs as much: shifts of 1.13, 1.87 and 2.71 s find as many right places, but confirm more
-    /// repeats of a loop and one more chance match (benchmarks/studies/when-peaks-confirm.md).
+    /// repeats of a loop and one more chance match (benchmarks/studies/confirmation-chance-at-shifts.md).
     public static let chanceShifts: [Double] = [-3, -2, -1, 1, 2, 3]
 
     /// The share of the reference's peaks the query finds when moved by each of `chanceShifts`
