@@ -125,14 +125,20 @@ let package = Package(
             path: "benchmarks/Sources/earshot-bench"
         ),
 
+        // One test target per target it tests (EarshotTestSupport excepted: the tests' own helpers).
+        .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotCryptoTests", dependencies: ["EarshotCrypto", "EarshotSystem", "EarshotTestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "EarshotTestSupport"]),
         .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
         .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport", "SQLite"]),
         // CSndfile: the tests write Ogg Opus files with libsndfile and compare its decoding with ours.
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport", "CSndfile"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
-        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire"]),
+        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotTestSupport"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite"]),
+        // Logging: the in-process daemon's logger keeps what it logs.
+        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite",
+                                                                .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "EarshotTransportTests",
             dependencies: ["EarshotTransport", "EarshotSync", "EarshotWire", "EarshotTestSupport", "CZMQ",
@@ -140,6 +146,9 @@ let package = Package(
         ),
         .testTarget(name: "EarshotCLITests", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync", "EarshotTestSupport"]),
         .testTarget(name: "EarshotAuthoringTests", dependencies: ["EarshotAuthoring", "EarshotCore"]),
+        // Rules of the repository as a whole that the compiler cannot check: the import table of
+        // docs/ARCHITECTURE.md against Package.swift and the sources, locks, links, the core's purity.
+        .testTarget(name: "RepositoryRuleTests", dependencies: ["EarshotTestSupport"]),
     ]
 )
 

@@ -17,20 +17,25 @@ swift build
 if (($#)); then
     swift test "$@"
 else
-    # Three processes, one after the other: swift-testing starts every test of a process at once
-    # on a pool of one thread per core, so on a small machine hundreds of CPU-bound unit tests
-    # (DSP, catalogs, the CLI) would hold it for a minute while the sessions, servers and daemon
-    # tests wait there for their handlers and timers, and time out.
-    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests'
+    # Processes one after the other: swift-testing starts every test of a process at once on a
+    # pool of one thread per core, so on a small machine hundreds of CPU-bound unit tests (DSP,
+    # catalogs, the CLI) would hold it for a minute while the sessions, servers and daemon tests
+    # wait there for their handlers and timers, and time out.
+    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests|EarshotSystemTests|EarshotCryptoTests|SQLiteTests|RepositoryRuleTests'
     swift test --filter "$cpu"
     swift test --filter 'EarshotLiveTests'
+    # The daemon run inside the test process (EarshotServiceTests' InProcessDaemonTests): its
+    # handlers and timers run on that pool, which the tests of earshotd processes and of the CLI
+    # block while they wait for their children.
+    inprocess='InProcessDaemonTests'
+    swift test --filter "$inprocess"
     # The flood tests measure how fast the daemon still answers under a flood, and their floods
     # take both cores for minutes: each alone, not beside the daemon tests that start and kill -9
     # daemons in a loop with 10-second deadlines.
     alone='DaemonHostileLANTests|DaemonLibraryFairnessTests'
     swift test --filter 'DaemonHostileLANTests'
     swift test --filter 'DaemonLibraryFairnessTests'
-    swift test --skip "$cpu|EarshotLiveTests|$alone"  # transport, service (the daemon) and any other
+    swift test --skip "$cpu|EarshotLiveTests|$inprocess|$alone"  # transport, earshotd processes and any other
 fi
 
 bin="$(swift build --show-bin-path)"

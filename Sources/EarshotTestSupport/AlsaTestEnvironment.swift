@@ -28,16 +28,13 @@ import Foundation
 public enum AlsaTestEnvironment {
     /// The configuration file's path.
     public static let configurationPath: String = {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("EarshotAlsaTests-\(getpid())", isDirectory: true)
-        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // One per test process, removed as it exits.
-        atexit { try? FileManager.default.removeItem(atPath: (AlsaTestEnvironment.configurationPath as NSString).deletingLastPathComponent) }
-        let path = directory.appendingPathComponent("asoundrc").path
-        try! configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try! folder.write("asoundrc", text: configuration)
         setenv("ALSA_CONFIG_PATH", path, 1)
         return path
     }()
+
+    /// Where the file is: one folder per test process, removed as it exits.
+    private static let folder = try! TemporaryDirectory("EarshotAlsaTests", removedAtExit: true)
 
     /// Call before anything in the test touches ALSA.
     public static func prepare() {

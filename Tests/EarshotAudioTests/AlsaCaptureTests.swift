@@ -28,7 +28,7 @@ struct AlsaCaptureTests {
     func capturesS16File() throws {
         let dir = try TemporaryDirectory()
         let input = RawPCM.int16(SyntheticMusic.make(seed: 11, duration: 2))
-        let path = try RawPCM.writeS16(input, to: dir.file("music.s16"))
+        let path = try RawPCM.writeS16(input, to: dir.path("music.s16"))
         let source = source(AlsaCaptureConfiguration(device: AlsaTestEnvironment.device(reading: path)))
         #expect(source.state == .idle)
         #expect(source.sampleRate == nil)
@@ -56,7 +56,7 @@ struct AlsaCaptureTests {
         #expect(source.realtimeScheduling == .notRequested)
 
         // Unpaced, the file PCM outruns any consumer: the ring fills and the overflow is counted.
-        #expect(SourceDriver.waitUntil { source.statistics.droppedSamples > 0 })
+        try eventuallyBlocking("the ring overflows") { source.statistics.droppedSamples > 0 }
         let statistics = source.statistics
         #expect(statistics.framesCaptured >= input.count + 3200)
         #expect(statistics.xruns == 0)
@@ -70,7 +70,7 @@ struct AlsaCaptureTests {
         let left = RawPCM.int16(SyntheticMusic.make(seed: 1, duration: 0.5))
         let right = RawPCM.int16(SyntheticMusic.make(seed: 2, duration: 0.5))
         let interleaved = zip(left, right).flatMap { [$0, $1] }
-        let path = try RawPCM.writeS16(interleaved, to: dir.file("stereo.s16"))
+        let path = try RawPCM.writeS16(interleaved, to: dir.path("stereo.s16"))
         let source = source(AlsaCaptureConfiguration(device: AlsaTestEnvironment.device(reading: path), channelCount: 2))
         source.start()
         defer { source.stop() }
@@ -101,7 +101,7 @@ struct AlsaCaptureTests {
     func capturesFloat() throws {
         let dir = try TemporaryDirectory()
         let input = SyntheticMusic.make(seed: 5, duration: 0.5)
-        let path = try RawPCM.writeFloat(input, to: dir.file("music.f32"))
+        let path = try RawPCM.writeFloat(input, to: dir.path("music.f32"))
         let source = source(
             AlsaCaptureConfiguration(device: AlsaTestEnvironment.device(reading: path), sampleFormats: [.floatLE]))
         source.start()
@@ -117,7 +117,7 @@ struct AlsaCaptureTests {
     func capturesS32() throws {
         let dir = try TemporaryDirectory()
         let input: [Int32] = SyntheticMusic.make(seed: 6, duration: 0.5).map { Int32((Double($0) * 2_147_483_647).rounded()) }
-        let path = try RawPCM.writeS32(input, to: dir.file("music.s32"))
+        let path = try RawPCM.writeS32(input, to: dir.path("music.s32"))
         let source = source(
             AlsaCaptureConfiguration(device: AlsaTestEnvironment.device(reading: path), sampleFormats: [.s32LE]))
         source.start()
@@ -188,12 +188,12 @@ struct AlsaCaptureTests {
     func missingDeviceIsRetried() throws {
         let source = source(AlsaCaptureConfiguration(device: "earshot_no_such_pcm"))
         source.start()
-        #expect(SourceDriver.waitUntil { source.statistics.reopenAttempts >= 2 })
-        let message = try #require(source.state.failureMessage ?? {
+        try eventuallyBlocking("two attempts to reopen the device") { source.statistics.reopenAttempts >= 2 }
+        if source.state.failureMessage == nil {
             // Between "retrying" and the next failure; look again.
-            SourceDriver.waitUntil { source.state.isFailed }
-            return source.state.failureMessage
-        }())
+            try eventuallyBlocking("the source fails again") { source.state.isFailed }
+        }
+        let message = try #require(source.state.failureMessage)
         #expect(message.contains("ALSA device \"earshot_no_such_pcm\""))
         #expect(message.contains("no such device"))
         #expect(source.sampleRate == nil)
@@ -215,12 +215,12 @@ struct AlsaCaptureTests {
         let source = AlsaAudioSource(configuration: AlsaCaptureConfiguration(device: "earshot_no_such_pcm"), realtimePriority: 10)
         let start = Date()
         source.start()
-        #expect(SourceDriver.waitUntil { source.state.isFailed })
-        #expect(SourceDriver.waitUntil { source.statistics.reopenAttempts == 1 })
+        try eventuallyBlocking("the source fails") { source.state.isFailed }
+        try eventuallyBlocking("the first attempt to reopen the device") { source.statistics.reopenAttempts == 1 }
         let firstRetry = Date().timeIntervalSince(start)
         #expect(firstRetry > 0.45 && firstRetry < 1.5, "first retry after \(firstRetry) s")
         // The next pause is 1 s; stopping must not wait for it.
-        #expect(SourceDriver.waitUntil { source.state.isFailed })
+        try eventuallyBlocking("the source fails") { source.state.isFailed }
         let stopStart = Date()
         source.stop()
         #expect(Date().timeIntervalSince(stopStart) < 0.3)
@@ -237,10 +237,10 @@ struct AlsaCaptureTests {
     func threadIsNamedAndJoined() throws {
         let source = source(AlsaCaptureConfiguration(device: AlsaTestEnvironment.device(reading: "/dev/zero")))
         source.start()
-        #expect(SourceDriver.waitUntil { source.state == .running })
+        try eventuallyBlocking("the source runs") { source.state == .running }
         #expect(SourceDriver.threadNames().contains("earshot-capture"))
         let frames = source.statistics.framesCaptured
-        #expect(SourceDriver.waitUntil { source.statistics.framesCaptured > frames })
+        try eventuallyBlocking("more frames are captured") { source.statistics.framesCaptured > frames }
         source.stop()
         #expect(source.state == .stopped)
         let after = source.statistics.framesCaptured

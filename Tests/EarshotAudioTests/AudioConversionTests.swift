@@ -1,5 +1,6 @@
 import EarshotAudio
 import EarshotCore
+import EarshotTestSupport
 import Testing
 
 @Suite("AudioConversion")
@@ -7,7 +8,7 @@ struct AudioConversionTests {
     @Test("mixes a stereo file to the average of its channels")
     func mixesStereoFile() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("stereo.wav")
+        let path = dir.path("stereo.wav")
         try Sox.sine(to: path, frequencies: [1000, 3000], rate: 44_100, options: ["-b", "32", "-e", "floating-point"])
         let buffer = try AudioFileDecoder.decode(path: path)
         guard case .float32(let samples) = buffer.samples else {
@@ -34,7 +35,7 @@ struct AudioConversionTests {
     @Test("channels in opposite phase cancel in the mix")
     func oppositePhasesCancel() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("antiphase.wav")
+        let path = dir.path("antiphase.wav")
         try Sox.sine(
             to: path, frequencies: [1000, 1000], phases: [0, 50], rate: 48_000,
             options: ["-b", "32", "-e", "floating-point"])
@@ -51,7 +52,7 @@ struct AudioConversionTests {
     @Test("resamples a mono file to 16 kHz keeping pitch and length", arguments: [8_000, 44_100])
     func resamplesMonoFile(rate: Int) throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 3, rate: rate)
         let mono = try AudioConversion.monoSamples(from: try AudioFileDecoder.decode(path: path), at: 16_000)
         #expect(abs(mono.count - 48_000) <= 2)

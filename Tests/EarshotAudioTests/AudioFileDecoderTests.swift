@@ -1,5 +1,6 @@
 import EarshotAudio
 import EarshotCore
+import EarshotTestSupport
 import Testing
 
 /// One encoded variant of a 1 kHz test tone.
@@ -44,7 +45,7 @@ struct AudioFileDecoderTests {
     @Test("decodes a 1 kHz tone with the right rate, length and pitch", arguments: EncodedTone.all)
     func decodesTone(_ tone: EncodedTone) throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file(tone.fileName)
+        let path = dir.path(tone.fileName)
         try Sox.sine(to: path, rate: tone.rate, options: tone.soxOptions)
 
         let buffer = try AudioFileDecoder.decode(path: path)
@@ -70,7 +71,7 @@ struct AudioFileDecoderTests {
     @Test("keeps stereo channels apart and in order")
     func decodesStereo() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("stereo.flac")
+        let path = dir.path("stereo.flac")
         try Sox.sine(to: path, frequencies: [1000, 3000], rate: 44_100)
 
         let buffer = try AudioFileDecoder.decode(path: path)
@@ -89,7 +90,7 @@ struct AudioFileDecoderTests {
     @Test("streams a file in chunks that add up to the whole decode")
     func readerStreamsInChunks() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("stereo.wav")
+        let path = dir.path("stereo.wav")
         try Sox.sine(to: path, frequencies: [440, 660], seconds: 2, rate: 22_050)
 
         let reader = try AudioFileReader(path: path)

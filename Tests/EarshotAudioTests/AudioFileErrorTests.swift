@@ -2,6 +2,7 @@ import Dispatch
 import EarshotAudio
 import EarshotCore
 import EarshotSync
+import EarshotTestSupport
 import Testing
 
 /// Files that are not usable audio: each must give `invalidAudioFormat` naming the file and the
@@ -30,8 +31,8 @@ struct AudioFileErrorTests {
     @Test("a missing file says there is no such file")
     func missingFile() throws {
         let dir = try TemporaryDirectory()
-        expectFailure(dir.file("nothing-here.wav"), saying: ["no such file"])
-        expectFailure(dir.file("not-a-folder.wav/inside.wav"), saying: ["no such file"])
+        expectFailure(dir.path("nothing-here.wav"), saying: ["no such file"])
+        expectFailure(dir.path("not-a-folder.wav/inside.wav"), saying: ["no such file"])
     }
 
     @Test("a directory says it is a directory")
@@ -43,13 +44,13 @@ struct AudioFileErrorTests {
     @Test("an empty file says it holds no audio")
     func emptyFile() throws {
         let dir = try TemporaryDirectory()
-        expectFailure(try dir.write([], to: "empty.wav"), saying: ["empty", "no audio"])
+        expectFailure(try dir.write("empty.wav", []), saying: ["empty", "no audio"])
     }
 
     @Test("a WAV with a header but no frames says it holds no audio")
     func zeroFrameWAV() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("silence.wav")
+        let path = dir.path("silence.wav")
         try Sox.run(["-n", "-r", "44100", "-c", "1", path, "trim", "0", "0"])
         expectFailure(path, saying: ["no audio"])
     }
@@ -59,7 +60,7 @@ struct AudioFileErrorTests {
         let dir = try TemporaryDirectory()
         for (i, size) in [1, 11, 100, 4096, 65_536].enumerated() {
             let bytes = Signal.pseudoRandomBytes(count: size, seed: 0x1234_5678 &+ UInt64(i))
-            expectFailure(try dir.write(bytes, to: "noise\(i).wav"), saying: ["not a recognised audio file"])
+            expectFailure(try dir.write("noise\(i).wav", bytes), saying: ["not a recognised audio file"])
         }
     }
 
@@ -78,7 +79,7 @@ struct AudioFileErrorTests {
     func concurrentFailuresKeepTheirReasons() throws {
         let dir = try TemporaryDirectory()
         let cut = try dir.cutSine("tone.mp3", seconds: 2, keeping: 200)
-        let noise = try dir.write(Signal.pseudoRandomBytes(count: 4096, seed: 77), to: "noise.wav")
+        let noise = try dir.write("noise.wav", Signal.pseudoRandomBytes(count: 4096, seed: 77))
         let wrong = Locked([String]())
         DispatchQueue.concurrentPerform(iterations: 400) { i in
             let (path, phrase) = i.isMultiple(of: 2) ? (cut, "truncated") : (noise, "not a recognised audio file")
@@ -97,7 +98,7 @@ struct AudioFileErrorTests {
     @Test("an unsupported sample rate names the supported range", arguments: [4_000, 192_000])
     func unsupportedRate(rate: Int) throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone-\(rate).wav")
+        let path = dir.path("tone-\(rate).wav")
         try Sox.sine(to: path, frequencies: [500], rate: rate)
         expectFailure(path, saying: ["sample rate", "8000–96000 Hz"])
     }
@@ -105,7 +106,7 @@ struct AudioFileErrorTests {
     @Test("too many channels names the supported range")
     func tooManyChannels() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("many.wav")
+        let path = dir.path("many.wav")
         try Sox.sine(to: path, frequencies: Array(repeating: 440, count: 33), seconds: 0.1, rate: 8_000)
         expectFailure(path, saying: ["33 channels", "1–32"])
     }

@@ -1,41 +1,21 @@
+import EarshotTestSupport
 import Foundation
 import Testing
 
-/// A fresh directory for one test's generated files, removed when the test lets go of it.
-final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("EarshotAudioTests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        path = url.path
-    }
-
-    func file(_ name: String) -> String { "\(path)/\(name)" }
-
-    /// Writes `bytes` to a new file called `name` and returns its path.
-    func write(_ bytes: [UInt8], to name: String) throws -> String {
-        let path = file(name)
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
+extension TemporaryDirectory {
     /// Copies the first `count` bytes of the file at `source` to a new file called `name`.
     func truncatedCopy(of source: String, keeping count: Int, to name: String) throws -> String {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: source)).prefix(count)
-        return try write(Array(bytes), to: name)
+        return try write(name, Array(bytes))
     }
 
     /// A 44.1 kHz sine of `seconds` written as `fileName` (its format from the extension), and a
     /// copy of its first `count` bytes, named "cut-" + `fileName`, whose path is returned.
     func cutSine(_ fileName: String, seconds: Double, keeping count: Int) throws -> String {
-        let whole = file(fileName)
+        let whole = path(fileName)
         try Sox.sine(to: whole, seconds: seconds, rate: 44_100)
         return try truncatedCopy(of: whole, keeping: count, to: "cut-\(fileName)")
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The `sox` command-line tool, which makes the test fixtures.

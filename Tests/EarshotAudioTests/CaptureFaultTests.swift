@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotSync
+import EarshotTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -160,7 +161,7 @@ struct CaptureFaultTests {
         let source = source(ScriptedOpener([.device(ScriptedInput([.error(-EPIPE)], recoverResult: -EIO))]), retry: nil)
         source.start()
         defer { source.stop() }
-        #expect(SourceDriver.waitUntil { source.state.isFailed })
+        try eventuallyBlocking("the source fails") { source.state.isFailed }
         #expect(source.state.failureMessage?.contains("overran and could not be restarted") == true)
         #expect(source.statistics.xruns == 1)
     }
@@ -171,7 +172,7 @@ struct CaptureFaultTests {
         let start = Date()
         source.start()
         defer { source.stop() }
-        #expect(SourceDriver.waitUntil { source.state.isFailed })
+        try eventuallyBlocking("the source fails") { source.state.isFailed }
         let elapsed = Date().timeIntervalSince(start)
         #expect(elapsed > 0.19 && elapsed < 2, "failed after \(elapsed) s")
         #expect(source.state.failureMessage?.contains("no audio for 0.2 s") == true, "\(source.state)")
@@ -209,7 +210,7 @@ struct CaptureFaultTests {
         ) { _, _ throws(EarshotError) in late }
         source.start()
         defer { source.stop() }
-        #expect(SourceDriver.waitUntil { source.state == .running })
+        try eventuallyBlocking("the source runs") { source.state == .running }
         let start = Date()
         var woke = false
         while !woke && Date().timeIntervalSince(start) < 2 { woke = source.waitForSamples(timeout: 1) }

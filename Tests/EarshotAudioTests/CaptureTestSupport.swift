@@ -1,4 +1,5 @@
 import EarshotAudio
+import EarshotTestSupport
 import Foundation
 
 /// Helpers for driving an `AudioSource` the way a consumer does.
@@ -41,15 +42,15 @@ enum SourceDriver {
         return out
     }
 
-    /// Polls until `condition` holds or `timeout` seconds pass; returns whether it held.
-    @discardableResult
-    static func waitUntil(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(2_000)
-        }
-        return condition()
+    /// The calling thread's id, from /proc/thread-self (a link to "PID/task/TID").
+    static func currentThreadID() -> String? {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?.split(separator: "/").last.map(String.init)
+    }
+
+    /// Whether thread `id` of this process sleeps (state S in /proc: blocked in a wait).
+    static func isAsleep(thread id: String) -> Bool {
+        guard let stat = ProcFile.text("/proc/self/task/\(id)/stat"), let end = stat.range(of: ") ", options: .backwards) else { return false }
+        return stat[end.upperBound...].hasPrefix("S")
     }
 
     /// The names of this process's threads, from /proc.

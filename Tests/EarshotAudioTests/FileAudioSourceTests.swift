@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotSync
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -24,7 +25,7 @@ struct FileAudioSourceTests {
     @Test("delivers the whole file unpaced, mixed to mono, then finishes")
     func fileSource() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("stereo.wav")
+        let path = dir.path("stereo.wav")
         try Sox.sine(to: path, frequencies: [440, 880], seconds: 1.3, rate: 22_050)
         let source = try FileAudioSource(path: path)
         #expect(source.sampleRate == 22_050)
@@ -52,7 +53,7 @@ struct FileAudioSourceTests {
     @Test("a file cut short part way ends in failed with the reason")
     func truncatedFile() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.flac")
+        let path = dir.path("tone.flac")
         try Sox.sine(to: path, seconds: 3, rate: 16_000)
         let cut = try dir.truncatedCopy(
             of: path, keeping: Int((try FileManager.default.attributesOfItem(atPath: path)[.size] as! NSNumber).intValue / 2),
@@ -71,7 +72,7 @@ struct FileAudioSourceTests {
     @Test("the paced source releases whole 20 ms blocks as the clock advances")
     func pacedBlocks() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 0.5, rate: 16_000)
         let all = try decoded(path)
         let clock = ManualClock()
@@ -107,7 +108,7 @@ struct FileAudioSourceTests {
     @Test("a looping paced source starts the file over and keeps time")
     func pacedLoop() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 0.25, rate: 16_000)
         let all = try decoded(path)
         let clock = ManualClock()
@@ -132,7 +133,7 @@ struct FileAudioSourceTests {
     @Test("a consumer further behind than the buffer loses the oldest audio, counted")
     func pacedOverflow() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 3, rate: 16_000)
         let all = try decoded(path)
         let clock = ManualClock()
@@ -151,7 +152,7 @@ struct FileAudioSourceTests {
     @Test("in real time, samples arrive as the clock passes and a waiting consumer wakes per block")
     func pacedRealTime() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 0.4, rate: 16_000)
         let source = try PacedFileAudioSource(path: path)
         let start = Date()
@@ -179,14 +180,16 @@ struct FileAudioSourceTests {
     @Test("stop wakes a consumer waiting on a paced source")
     func pacedStopWakes() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.wav")
+        let path = dir.path("tone.wav")
         try Sox.sine(to: path, seconds: 1, rate: 16_000)
         let source = try PacedFileAudioSource(path: path, blockDuration: 0.5)
         source.start()
+        let waiterID = Locked<String?>(nil)
         let waiter = TestThread {
+            waiterID.withLock { $0 = SourceDriver.currentThreadID() }
             while source.state == .running { _ = source.waitForSamples(timeout: 5) }
         }
-        usleep(50_000)
+        try eventuallyBlocking("the consumer sleeps in its wait") { waiterID.withLock { $0 }.map(SourceDriver.isAsleep) == true }
         let start = Date()
         source.stop()
         waiter.join()

@@ -1,6 +1,7 @@
 import CSndfile
 import EarshotCore
 import EarshotSystem
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -54,7 +55,7 @@ struct OggOpusDecoderTests {
     @Test("decodes Ogg Opus as libsndfile does: same length, same samples (pre-skip and end trimmed alike)")
     func agreesWithLibsndfile() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tones.opus")
+        let path = dir.path("tones.opus")
         try OpusFiles.write(path, frequencies: [1000, 3000], seconds: 1.3)
         let reference = try OpusFiles.libsndfileDecode(path)
 
@@ -75,7 +76,7 @@ struct OggOpusDecoderTests {
     @Test("decodes straight to 16 kHz mono when asked, with the tones where they belong")
     func decodesToTheAnalysisFormat() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tones.opus")
+        let path = dir.path("tones.opus")
         try OpusFiles.write(path, frequencies: [1000, 3000], seconds: 1)
         let analysis = AudioFormat(sampleType: .float32, sampleRate: 16_000, channelCount: 1)
         let reader = try AudioFileReader(path: path, preferring: analysis)
@@ -93,7 +94,7 @@ struct OggOpusDecoderTests {
         let other = try AudioFileReader(path: path, preferring: AudioFormat(sampleType: .float32, sampleRate: 44_100, channelCount: 1))
         #expect(other.format == AudioFormat(sampleType: .float32, sampleRate: 48_000, channelCount: 1))
         // Formats without such a decoder ignore the preference.
-        let wav = dir.file("tone.wav")
+        let wav = dir.path("tone.wav")
         try Sox.sine(to: wav, rate: 44_100)
         #expect(try AudioFileReader(path: wav, preferring: analysis).format.sampleRate == 44_100)
     }
@@ -101,7 +102,7 @@ struct OggOpusDecoderTests {
     @Test("applies the output gain the header asks for")
     func outputGain() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("tone.opus")
+        let path = dir.path("tone.opus")
         try OpusFiles.write(path, frequencies: [1000], seconds: 1)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         // OpusHead starts after the first page's 27-byte header and 1 lacing value; its gain is
@@ -113,7 +114,7 @@ struct OggOpusDecoderTests {
         let firstPage = 27 + 1 + Int(bytes[27])
         let crc = bytes.withUnsafeBytes { OggChecksum.of($0, 0..<firstPage, zeroing: 22..<26) }
         bytes.replaceSubrange(22..<26, with: withUnsafeBytes(of: crc.littleEndian, Array.init))
-        let louder = try dir.write(bytes, to: "louder.opus")
+        let louder = try dir.write("louder.opus", bytes)
 
         let plain = try OpusFiles.readAll(AudioFileReader(path: path))
         let loud = try OpusFiles.readAll(AudioFileReader(path: louder))
@@ -125,11 +126,11 @@ struct OggOpusDecoderTests {
     @Test("a damaged page: the audio before it, then an error naming the file and the byte")
     func damagedPage() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("long.opus")
+        let path = dir.path("long.opus")
         try OpusFiles.write(path, frequencies: [440], seconds: 5)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[bytes.count * 6 / 10] ^= 0x10
-        let damaged = try dir.write(bytes, to: "damaged.opus")
+        let damaged = try dir.write("damaged.opus", bytes)
 
         let reader = try AudioFileReader(path: damaged)
         #expect(reader.frameCount == 240_000, "the last page is intact, so the length is known")
@@ -148,7 +149,7 @@ struct OggOpusDecoderTests {
     @Test("a file cut inside a page: length unknown, the audio before the cut, then an error")
     func cutFile() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("long.opus")
+        let path = dir.path("long.opus")
         try OpusFiles.write(path, frequencies: [440], seconds: 5)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         let cut = try dir.truncatedCopy(of: path, keeping: size * 7 / 10, to: "cut.opus")
@@ -168,13 +169,13 @@ struct OggOpusDecoderTests {
     @Test("an Ogg file of another codec, or Opus of more than two channels, stays with libsndfile")
     func othersStayWithLibsndfile() throws {
         let dir = try TemporaryDirectory()
-        let vorbis = dir.file("tone.ogg")
+        let vorbis = dir.path("tone.ogg")
         try Sox.sine(to: vorbis, rate: 44_100)
         #expect(OggOpusDecoder(file: try MappedFile(path: vorbis), rate: 16_000, channels: 1) == nil)
         #expect(try AudioFileReader(path: vorbis, preferring: AudioFormat(sampleType: .float32, sampleRate: 16_000, channelCount: 1))
             .format == AudioFormat(sampleType: .float32, sampleRate: 44_100, channelCount: 1))
 
-        let surround = dir.file("three.opus")
+        let surround = dir.path("three.opus")
         try OpusFiles.write(surround, frequencies: [500, 1000, 2000], seconds: 1)
         #expect(OggOpusDecoder(file: try MappedFile(path: surround), rate: nil, channels: nil) == nil)
         let reader = try AudioFileReader(path: surround)
@@ -196,7 +197,7 @@ struct OpusStream {
 
     /// The packets of a 1 s tone that libsndfile wrote.
     init(in dir: TemporaryDirectory) throws {
-        let path = dir.file("source.opus")
+        let path = dir.path("source.opus")
         try OpusFiles.write(path, frequencies: [1000], seconds: 1)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         let packets = try OggPages.packets(in: bytes)
@@ -232,7 +233,7 @@ struct OpusStream {
 struct OggOpusStreamTests {
     /// Frames `AudioFileReader` reports and delivers for `bytes`.
     static func decode(_ bytes: [UInt8], in dir: TemporaryDirectory, name: String = "x.opus") throws -> (count: Int?, delivered: Int) {
-        let path = try dir.write(bytes, to: name)
+        let path = try dir.write(name, bytes)
         let reader = try AudioFileReader(path: path)
         return (reader.frameCount, try OpusFiles.readAll(reader).count / reader.format.channelCount)
     }
@@ -296,7 +297,7 @@ struct OggOpusStreamTests {
         bytes += OggPages.page([stream.audio[0]], sequence: 2, granule: 960)
         bytes += OggPages.page([Array(huge[0..<(255 * 255)])], sequence: 3, open: true)
         bytes += OggPages.page([Array(huge[(255 * 255)...])], sequence: 4, granule: 3 * 960, flags: 0x01 | 0x04)
-        let path = try dir.write(bytes, to: "huge.opus")
+        let path = try dir.write("huge.opus", bytes)
         #expect(throws: EarshotError.self) { try OpusFiles.readAll(AudioFileReader(path: path)) }
         do { _ = try OpusFiles.readAll(AudioFileReader(path: path)) } catch let error as EarshotError {
             expectInvalidAudioFormat(error, path: path, saying: ["more than an Opus packet may hold"])
@@ -308,7 +309,7 @@ struct OggOpusStreamTests {
         let dir = try TemporaryDirectory()
         let stream = try OpusStream(in: dir)
         let bytes = OggPages.page([stream.head], flags: 0x02) + OggPages.page([stream.tags], sequence: 1, flags: 0x04)
-        let path = try dir.write(bytes, to: "empty.opus")
+        let path = try dir.write("empty.opus", bytes)
         do {
             let reader = try AudioFileReader(path: path)
             _ = try reader.read(maxFrames: 1000)

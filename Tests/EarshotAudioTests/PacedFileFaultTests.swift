@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotSync
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -15,7 +16,7 @@ struct PacedFileFaultTests {
 
     /// The samples as the WAV file stores them (16-bit), as the source delivers them.
     private func quantised(_ samples: [Float]) -> [Float] {
-        samples.map { Float(Int16(($0 * 32_767).rounded())) / 32_768 }
+        WAVFile.asRead(samples)
     }
 
     private func source(_ path: String, clock: ManualClock, loop: Bool = true,
@@ -33,7 +34,7 @@ struct PacedFileFaultTests {
     @Test("a deleted file is a failure naming it, retried after growing pauses, and plays from its start when it is back")
     func deletedFileIsRetriedUntilItIsBack() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let clock = ManualClock()
         clock.set(100)
         let source = try source(path, clock: clock)
@@ -68,7 +69,7 @@ struct PacedFileFaultTests {
         }
 
         // Back (as another programme): the next attempt opens it and plays it from its start.
-        _ = try dir.write(WAVFile.bytes(second), to: "tv.wav")
+        _ = try dir.write("tv.wav", WAVFile.bytes(second))
         t += 5
         clock.set(t)
         #expect(read(source).isEmpty)  // reopened at `t`: nothing is due yet
@@ -90,7 +91,7 @@ struct PacedFileFaultTests {
     @Test("a file truncated or overwritten in place is no audio: a failure until it is audio again", arguments: Change.allCases)
     func fileChangedInPlace(_ change: Change) throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let clock = ManualClock()
         let source = try source(path, clock: clock)
         source.start()
@@ -113,7 +114,7 @@ struct PacedFileFaultTests {
         }
 
         // Audio again (replaced whole, by rename): playing from its start at the next attempt.
-        let staged = try dir.write(WAVFile.bytes(second), to: "staged.wav")
+        let staged = try dir.write("staged.wav", WAVFile.bytes(second))
         #expect(rename(staged, path) == 0)
         clock.set(0.5)
         #expect(read(source).isEmpty)
@@ -125,13 +126,13 @@ struct PacedFileFaultTests {
     @Test("a file replaced by another audio file plays the new one from its start, with no failure")
     func replacedFilePlaysTheNewOne() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let clock = ManualClock()
         let source = try source(path, clock: clock)
         source.start()
         clock.set(0.2)
         #expect(read(source) == Array(quantised(first)[0..<3200]))
-        let staged = try dir.write(WAVFile.bytes(second), to: "staged.wav")
+        let staged = try dir.write("staged.wav", WAVFile.bytes(second))
         #expect(rename(staged, path) == 0)
         clock.set(0.25)
         #expect(read(source).isEmpty)  // reopened now; its first block is due in 20 ms
@@ -146,17 +147,17 @@ struct PacedFileFaultTests {
     @Test("a file replaced by one at another sample rate is a failure until the first rate is back")
     func otherSampleRateIsAFailure() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let clock = ManualClock()
         let source = try source(path, clock: clock)
         source.start()
         // Another length too: a rewrite within a clock tick of the first write may keep its mtime.
-        _ = try dir.write(WAVFile.bytes(Array(second[0..<8000]), sampleRate: 44_100), to: "tv.wav")
+        _ = try dir.write("tv.wav", WAVFile.bytes(Array(second[0..<8000]), sampleRate: 44_100))
         clock.set(0.25)
         #expect(read(source).isEmpty)
         #expect(source.state.failureMessage == "\(path): the file now has a sample rate of 44100 Hz, not 16000 Hz as when it was first opened")
         #expect(source.sampleRate == 16_000)
-        _ = try dir.write(WAVFile.bytes(second), to: "tv.wav")
+        _ = try dir.write("tv.wav", WAVFile.bytes(second))
         clock.set(0.5)
         #expect(read(source).isEmpty)
         #expect(source.state == .running)
@@ -165,7 +166,7 @@ struct PacedFileFaultTests {
     @Test("a looping file that is gone when it starts over fails, and loops again once it is back")
     func goneAtTheLoopPoint() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(Array(first[0..<1600])), to: "tv.wav")  // 0.1 s
+        let path = try dir.write("tv.wav", WAVFile.bytes(Array(first[0..<1600])))  // 0.1 s
         let clock = ManualClock()
         let source = try source(path, clock: clock)
         source.start()
@@ -175,7 +176,7 @@ struct PacedFileFaultTests {
         clock.set(0.2)  // past the end of the file, before the path is looked at
         #expect(read(source).count == 320)
         #expect(source.state.failureMessage == "\(path): no such file (the file does not exist)")
-        _ = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        _ = try dir.write("tv.wav", WAVFile.bytes(first))
         clock.set(0.45)
         #expect(read(source).isEmpty)
         #expect(source.state == .running)
@@ -184,7 +185,7 @@ struct PacedFileFaultTests {
     @Test("a source opening at start waits for a file that is not there yet")
     func openingAtStartRetries() throws {
         let dir = try TemporaryDirectory()
-        let path = dir.file("later.wav")
+        let path = dir.path("later.wav")
         let clock = ManualClock()
         let source = PacedFileAudioSource(
             path: path, loop: false, blockDuration: 0.02, bufferDuration: 4, retryDelays: 0.25...5, stream: nil,
@@ -193,7 +194,7 @@ struct PacedFileFaultTests {
         source.start()
         #expect(source.state.failureMessage == "\(path): no such file (the file does not exist)")
         #expect(source.statistics.reopenAttempts == 0)
-        _ = try dir.write(WAVFile.bytes(first), to: "later.wav")
+        _ = try dir.write("later.wav", WAVFile.bytes(first))
         clock.set(0.25)
         #expect(read(source).isEmpty)
         #expect(source.state == .running)
@@ -207,7 +208,7 @@ struct PacedFileFaultTests {
     @Test("without retry delays a failure is final")
     func failureWithoutRetriesIsFinal() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let clock = ManualClock()
         let source = try source(path, clock: clock, retryDelays: nil)
         source.start()
@@ -215,7 +216,7 @@ struct PacedFileFaultTests {
         clock.set(0.25)
         #expect(read(source).isEmpty)
         #expect(source.state.isFailed)
-        _ = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        _ = try dir.write("tv.wav", WAVFile.bytes(first))
         clock.set(100)
         #expect(read(source).isEmpty)
         #expect(source.state.isFailed)
@@ -225,21 +226,25 @@ struct PacedFileFaultTests {
     @Test("a consumer waiting on a failed source wakes when the file is back, and when the source is stopped")
     func waitingOnAFailedSource() throws {
         let dir = try TemporaryDirectory()
-        let path = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        let path = try dir.write("tv.wav", WAVFile.bytes(first))
         let source = try PacedFileAudioSource(path: path, loop: true, retryDelays: 0.05...0.05)
         source.start()
         try FileManager.default.removeItem(atPath: path)
-        #expect(SourceDriver.waitUntil { _ = source.waitForSamples(timeout: 0.01); return source.state.isFailed })
-        _ = try dir.write(WAVFile.bytes(first), to: "tv.wav")
+        try eventuallyBlocking("the source fails") { _ = source.waitForSamples(timeout: 0.01); return source.state.isFailed }
+        _ = try dir.write("tv.wav", WAVFile.bytes(first))
         // One wait sleeps through the retry pause, reopens the file and returns with its first block.
         #expect(source.waitForSamples(timeout: 60))
         #expect(source.state == .running)
 
         try FileManager.default.removeItem(atPath: path)
-        #expect(SourceDriver.waitUntil { _ = source.waitForSamples(timeout: 0.01); return source.state.isFailed })
+        try eventuallyBlocking("the source fails") { _ = source.waitForSamples(timeout: 0.01); return source.state.isFailed }
         // Returning at all shows the stop ended the wait (its timeout is an hour).
-        let waiter = TestThread { _ = source.waitForSamples(timeout: 3600) }
-        usleep(50_000)
+        let waiterID = Locked<String?>(nil)
+        let waiter = TestThread {
+            waiterID.withLock { $0 = SourceDriver.currentThreadID() }
+            _ = source.waitForSamples(timeout: 3600)
+        }
+        try eventuallyBlocking("the consumer sleeps in its wait") { waiterID.withLock { $0 }.map(SourceDriver.isAsleep) == true }
         source.stop()
         waiter.join()
         #expect(source.state == .stopped)

@@ -12,19 +12,19 @@ enum AudioFixtures {
     }
 
     /// Writes `duration` seconds of recording `seed` to `name` in `workspace`.
-    static func writeWAV(_ name: String, seed: UInt64, duration: Double, in workspace: Workspace) throws {
+    static func writeWAV(_ name: String, seed: UInt64, duration: Double, in workspace: TemporaryDirectory) throws {
         try workspace.write(name, WAVFile.bytes(music(seed: seed, duration: duration)))
     }
 
     /// Writes seconds `from..<from+length` of `samples` to `name`.
-    static func writeExcerpt(_ name: String, of samples: [Float], from: Double, length: Double, in workspace: Workspace) throws {
+    static func writeExcerpt(_ name: String, of samples: [Float], from: Double, length: Double, in workspace: TemporaryDirectory) throws {
         let start = Int(from * Double(sampleRate)), end = min(samples.count, start + Int(length * Double(sampleRate)))
         try workspace.write(name, WAVFile.bytes(Array(samples[start..<end])))
     }
 
     /// Encodes `wav` in `workspace` as MP3 `name` with sox; a missing sox fails the test (CI
     /// installs it with its MP3 format) rather than skipping it.
-    static func writeMP3(_ name: String, from wav: String, in workspace: Workspace) throws {
+    static func writeMP3(_ name: String, from wav: String, in workspace: TemporaryDirectory) throws {
         let sox = "/usr/bin/sox"
         try #require(FileManager.default.isExecutableFile(atPath: sox), "sox is required at \(sox) (apt-get install sox libsox-fmt-all)")
         let process = Process()

@@ -1,11 +1,12 @@
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import Testing
 
 /// Files every bad-input test starts from, made once: a reference recording, its signature,
 /// a catalog of it and a valid media-items CSV.
-private let badInputFixture = Result { () throws -> Workspace in
-    let ws = try Workspace(removedAtExit: true)
+private let badInputFixture = Result { () throws -> TemporaryDirectory in
+    let ws = try TemporaryDirectory(removedAtExit: true)
     try AudioFixtures.writeWAV("ref.wav", seed: 31, duration: 20, in: ws)
     let signature = try ws.earshot("signature", "ref.wav", "-o", "ref.earsig")
     guard signature.status == 0 else { throw FixtureFailure(step: "signature", run: signature) }
@@ -25,7 +26,7 @@ struct BadInputCase: CustomTestStringConvertible, Sendable {
     var name: String
     /// Creates the bad file(s) in the test's workspace (which already holds the fixture files
     /// plus `out.earcat`, a copy of the good catalog, and `target.earcat`, another copy).
-    var prepare: @Sendable (Workspace) throws -> Void
+    var prepare: @Sendable (TemporaryDirectory) throws -> Void
     var arguments: [String]
     /// Text the single error line must contain (besides `earshot: ` and `file`).
     var file: String
@@ -35,11 +36,11 @@ struct BadInputCase: CustomTestStringConvertible, Sendable {
 }
 
 /// Bytes of the good catalog with `transform` applied.
-private func catalogBytes(_ ws: Workspace, _ transform: ([UInt8]) -> [UInt8]) throws -> [UInt8] {
+private func catalogBytes(_ ws: TemporaryDirectory, _ transform: ([UInt8]) -> [UInt8]) throws -> [UInt8] {
     transform(try ws.bytes("good.earcat"))
 }
 
-private func badCSV(_ text: String) -> @Sendable (Workspace) throws -> Void {
+private func badCSV(_ text: String) -> @Sendable (TemporaryDirectory) throws -> Void {
     { ws in try ws.write("bad.csv", text: text) }
 }
 
@@ -186,7 +187,7 @@ struct CLIBadInputTests {
     /// the user, who gets the signature and nothing else.
     @Test func decoderChatterNeverReachesTheTerminal() throws {
         let fixture = try badInputFixture.get()
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         try ws.copy("ref.wav", from: fixture)
         try AudioFixtures.writeMP3("whole.mp3", from: "ref.wav", in: ws)
         var b = try ws.bytes("whole.mp3")
@@ -203,7 +204,7 @@ struct CLIBadInputTests {
     @Test(arguments: badInputCases)
     func badInputFailsCleanly(_ badCase: BadInputCase) throws {
         let fixture = try badInputFixture.get()
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         for name in ["ref.wav", "ref.earsig", "good.earcat"] { try ws.copy(name, from: fixture) }
         try ws.copy("good.earcat", from: fixture, as: "out.earcat")
         try ws.copy("good.earcat", from: fixture, as: "target.earcat")

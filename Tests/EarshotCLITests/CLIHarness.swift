@@ -1,5 +1,5 @@
 import EarshotCore
-import EarshotSync
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -23,21 +23,14 @@ enum CLIHarness {
     }
 
     /// The executable: $EARSHOT_CLI, else next to the test bundle (the products folder), else
-    /// `.build/debug/earshot` under the package root found from this file's path.
-    static func executable(filePath: String = #filePath) throws -> String {
+    /// `.build/debug/earshot` under the package root.
+    static func executable() throws -> String {
         var candidates: [String] = []
         if let explicit = ProcessInfo.processInfo.environment["EARSHOT_CLI"] { candidates.append(explicit) }
         if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() {
             candidates.append(bundle.appendingPathComponent("earshot").path)
         }
-        var dir = URL(fileURLWithPath: filePath).deletingLastPathComponent()
-        while dir.path != "/" {
-            if FileManager.default.fileExists(atPath: dir.appendingPathComponent("Package.swift").path) {
-                candidates.append(dir.appendingPathComponent(".build/debug/earshot").path)
-                break
-            }
-            dir.deleteLastPathComponent()
-        }
+        candidates.append(Repository.root.appendingPathComponent(".build/debug/earshot").path)
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw MissingExecutable(searched: candidates)
         }
@@ -70,10 +63,8 @@ enum CLIHarness {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
         // Output goes to files, not pipes: a full pipe would block the child while we wait.
-        let logs = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: logs) }
-        let out = logs.appendingPathComponent("stdout"), err = logs.appendingPathComponent("stderr")
+        let logs = try TemporaryDirectory("earshot-cli")
+        let out = logs.url("stdout"), err = logs.url("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
@@ -105,42 +96,9 @@ enum CLIHarness {
     }
 }
 
-/// A temporary folder for one test; removed when the test drops it. A fixture kept for the whole
-/// run (a global) is never dropped, so it is removed when the test process exits.
-final class Workspace: Sendable {
-    let url: URL
-
-    init(removedAtExit: Bool = false) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        if removedAtExit { Self.removeAtExit(url.path) }
-    }
-
-    private static let atExit = Locked<[String]>([])
-    private static let cleanupRegistered: Void = {
-        atexit { for path in Workspace.atExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
-    }()
-
-    private static func removeAtExit(_ path: String) {
-        _ = cleanupRegistered
-        atExit.withLock { $0.append(path) }
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func write(_ name: String, _ bytes: [UInt8]) throws {
-        try Data(bytes).write(to: url.appendingPathComponent(name))
-    }
-
-    func write(_ name: String, text: String) throws { try write(name, Array(text.utf8)) }
-
-    func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: url.appendingPathComponent(name))) }
-
-    func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
-
-    func copy(_ name: String, from other: Workspace, as newName: String? = nil) throws {
+/// A test's folder is its working directory for `earshot`.
+extension TemporaryDirectory {
+    func copy(_ name: String, from other: TemporaryDirectory, as newName: String? = nil) throws {
         try FileManager.default.copyItem(atPath: other.path(name), toPath: path(newName ?? name))
     }
 

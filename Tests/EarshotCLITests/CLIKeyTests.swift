@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 /// messages a user sees when keys are missing or go unanswered.
 @Suite struct CLIKeyTests {
     @Test func keygenWritesBothHalvesAndTheAllowListLine() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let run = try ws.earshot("keygen", "-o", "tv-app")
         #expect(run.status == 0, "\(run.stderr)")
         let mode = try FileManager.default.attributesOfItem(atPath: ws.path("tv-app.key"))[.posixPermissions] as? Int
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func keygenGivesTheRoleAsked() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         for role in ["viewer", "operator", "admin"] {
             let run = try ws.earshot("keygen", "-o", "box-\(role)", "--role", role)
             #expect(run.status == 0, "\(run.stderr)")
@@ -40,7 +41,7 @@ import Testing
     }
 
     @Test func remoteKeyMistakesAreExplained() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         _ = try ws.earshot("keygen", "-o", "me")
         _ = try ws.earshot("keygen", "-o", "server")
         let half = try ws.earshot("remote", "state", "--server-key", ws.path("server.pub"))

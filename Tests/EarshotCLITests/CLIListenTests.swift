@@ -6,8 +6,8 @@ import Testing
 /// Files the listen tests share, made once: a catalog of two synthetic episodes built with the
 /// CLI, and excerpts of episode 2 from 20 s: 10 s and 3 s as WAV for `--source file:`, and the
 /// 10 s as raw 16-bit stereo at 48 kHz for ALSA's file PCM.
-private let listenFixture = Result { () throws -> Workspace in
-    let ws = try Workspace(removedAtExit: true)
+private let listenFixture = Result { () throws -> TemporaryDirectory in
+    let ws = try TemporaryDirectory(removedAtExit: true)
     let episode2 = AudioFixtures.music(seed: 42, duration: 40)
     try AudioFixtures.writeWAV("ep1.wav", seed: 41, duration: 40, in: ws)
     try ws.write("ep2.wav", WAVFile.bytes(episode2))
@@ -251,7 +251,7 @@ struct CLIListenTests {
     }
 
     @Test func helpTeachesListenAndDevices() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let help = try ws.earshot("listen", "--help")
         #expect(help.status == 0)
         // Lines are wrapped to the terminal's width: compare with single spaces.

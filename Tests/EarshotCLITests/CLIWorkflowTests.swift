@@ -8,7 +8,7 @@ import Testing
 @Suite("earshot CLI workflows")
 struct CLIWorkflowTests {
     @Test func signatureCatalogDisplayAndMatch() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let episode2 = AudioFixtures.music(seed: 2, duration: 30)
         try AudioFixtures.writeWAV("episode1.wav", seed: 1, duration: 30, in: ws)
         try ws.write("episode2.wav", WAVFile.bytes(episode2))
@@ -121,7 +121,7 @@ struct CLIWorkflowTests {
     /// file at a time (references in input order), and a bad file among good ones fails the
     /// command by its name and writes nothing.
     @Test func createUsesEveryCoreAndKeepsInputOrder() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let names = (0..<6).map { "piece\($0).wav" }
         for (i, name) in names.enumerated() { try AudioFixtures.writeWAV(name, seed: 40 + UInt64(i), duration: Double(8 + 3 * i), in: ws) }
         let all = try ws.earshot(arguments: ["catalog", "create", "-o", "all.earcat"] + names)
@@ -143,7 +143,7 @@ struct CLIWorkflowTests {
     }
 
     @Test func addUpdateAndRemove() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         for (name, seed) in [("a.wav", 11), ("b.wav", 12), ("c.wav", 13), ("d.wav", 14)] {
             try AudioFixtures.writeWAV(name, seed: UInt64(seed), duration: 20, in: ws)
         }
@@ -205,7 +205,7 @@ struct CLIWorkflowTests {
     }
 
     @Test func exportCreateRoundTripAndMerge() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         try AudioFixtures.writeWAV("quiz.wav", seed: 21, duration: 30, in: ws)
         try AudioFixtures.writeWAV("intro.wav", seed: 22, duration: 20, in: ws)
         try AudioFixtures.writeWAV("extra.wav", seed: 23, duration: 20, in: ws)
@@ -257,7 +257,7 @@ struct CLIWorkflowTests {
     }
 
     @Test func helpTeachesTheCommands() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let top = try ws.earshot("--help")
         #expect(top.status == 0)
         #expect(top.stdout.contains("Exit status:") && top.stdout.contains("1  `match` found no match"))
@@ -275,7 +275,7 @@ struct CLIWorkflowTests {
     }
 
     @Test func usageErrorsExitWithTwo() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let noInputs = try ws.earshot("catalog", "create", "-o", "x.earcat")
         #expect(noInputs.status == 2)
         #expect(noInputs.stderr.hasPrefix("earshot: give at least one input file"))

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -6,8 +7,8 @@ import Testing
 @Suite("earshot catalog cues")
 struct CatalogCuesCommandTests {
     /// A catalog of two references: 0 holds media item "ep1" (20 s), 1 holds "ep2" (15 s).
-    private func showCatalog() throws -> Workspace {
-        let ws = try Workspace()
+    private func showCatalog() throws -> TemporaryDirectory {
+        let ws = try TemporaryDirectory()
         try AudioFixtures.writeWAV("ep1.wav", seed: 11, duration: 20, in: ws)
         try AudioFixtures.writeWAV("ep2.wav", seed: 12, duration: 15, in: ws)
         let create = try ws.earshot("catalog", "create", "--quiet", "-o", "show.earcat", "ep1.wav", "ep2.wav")
@@ -31,7 +32,7 @@ struct CatalogCuesCommandTests {
         """
 
     /// The cues of reference `index` as `cues list --json` prints them.
-    private func cues(_ ws: Workspace, reference: String) throws -> [JSONValue] {
+    private func cues(_ ws: TemporaryDirectory, reference: String) throws -> [JSONValue] {
         let run = try ws.earshot("catalog", "cues", "list", "-c", "show.earcat", "--reference", reference, "--json")
         try #require(run.status == 0, "\(run.stderr)")
         return try #require(JSONValue.parse(run.stdout)["references"]?[0]?["cues"]?.array)
@@ -193,7 +194,7 @@ struct CatalogCuesCommandTests {
     }
 
     @Test func helpTeachesWithExamples() throws {
-        let ws = try Workspace()
+        let ws = try TemporaryDirectory()
         let help = try ws.earshot("catalog", "cues", "import", "--help")
         #expect(help.status == 0)
         #expect(help.stdout.contains("earshot catalog cues import -c show.earcat --reference 0 breaks.m3u8"))

@@ -15,9 +15,8 @@ struct AlsaSessionTests {
 
     @Test func capturedProgrammeMatchesEndToEnd() async throws {
         AlsaTestEnvironment.prepare()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-live-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try TemporaryDirectory("earshot-live")
+        let directory = scratch.url
         // 10 s of reference 1 from 40 s, as 16-bit stereo at 44.1 kHz: the device is asked for
         // that format, so the session resamples and mixes down as with a USB microphone.
         let raw = try RawPCM.writeS16(fixture.stereo44k(reference: 1, start: 40, seconds: 10),
@@ -50,10 +49,7 @@ struct AlsaSessionTests {
         }
         defer { session.shutdown() }
         session.prepare()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while session.status.captureProblem == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually("the problem shows", { session.status }, until: { $0.captureProblem != nil })
         let problem = try #require(session.status.captureProblem)
         #expect(problem.contains("earshot_no_such_pcm"))
         guard case .error(.matchAttemptFailed(let message)) = await session.result() else {
@@ -68,9 +64,8 @@ struct AlsaSessionTests {
     /// matched from what was heard before, and matching again once it is back.
     @Test func unpluggedDeviceIsAProblemUntilItIsBack() async throws {
         AlsaTestEnvironment.prepare()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-live-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try TemporaryDirectory("earshot-live")
+        let directory = scratch.url
         let infile = directory.appendingPathComponent("programme.s16").path
         let programme = fixture.stereo44k(reference: 1, start: 40, seconds: 10)
         _ = try RawPCM.writeS16(programme, to: infile)
@@ -100,7 +95,7 @@ struct AlsaSessionTests {
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
 
         try FileManager.default.removeItem(atPath: infile)
-        try await waitUntil(session) { $0.captureProblem?.contains("cannot open for capture") == true }
+        try await eventually("the device cannot be opened", { session.status }, until: { $0.captureProblem?.contains("cannot open for capture") == true })
         let status = session.status
         #expect(status.captureProblem?.hasPrefix("ALSA device \"\(device)\"") == true)
         #expect(status.window == 0 && status.currentMatch == nil)
@@ -114,29 +109,15 @@ struct AlsaSessionTests {
         // and no moment without a problem in between. The recorder hears of each change through
         // the status stream, which may lag the status read above on a loaded machine: give it
         // time to catch up (a third reason or a lapse would still show).
-        let caughtUp = ContinuousClock.now + .seconds(10)
-        while problems.withLock({ $0.drop { $0 == nil }.count }) < 2, ContinuousClock.now < caughtUp {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        _ = try? await eventually("the recorder hears both reasons", within: .seconds(10)) { problems.withLock { $0.drop { $0 == nil }.count } >= 2 }
         let seen = Array(problems.withLock { $0 }.drop { $0 == nil })
         #expect(seen.first == "ALSA device \"\(device)\": capture stopped: no such device; it was unplugged or its driver went away",
                 "\(seen)")
         #expect(seen.count == 2, "\(seen)")
 
         _ = try RawPCM.writeS16(programme, to: infile)
-        try await waitUntil(session) { $0.captureProblem == nil }
+        try await eventually("audio flows again", { session.status }, until: { $0.captureProblem == nil })
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
         #expect(session.status.sourceStatistics.reopenAttempts >= 2)
-    }
-
-    private func waitUntil(_ session: ManagedSession, _ condition: (ManagedSession.Status) -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition(session.status) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out; status \(session.status)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

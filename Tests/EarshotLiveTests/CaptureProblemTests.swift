@@ -6,18 +6,6 @@ import EarshotTestSupport
 import Foundation
 import Testing
 
-/// Polls `session`'s status until `condition` holds (60 s at most).
-private func waitFor(_ session: ManagedSession, _ what: String, _ condition: (ManagedSession.Status) -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while !condition(session.status) {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("timed out waiting until \(what); status \(session.status)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
 /// The message of an error result, nil for a match or no match.
 private func errorMessage(_ result: MatchResult) -> String? {
     if case .error(let error) = result { return error.message }
@@ -81,9 +69,8 @@ struct CaptureProblemTests {
     }
 
     @Test func deletedProgrammeFileIsAProblemUntilItIsBack() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-live-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try TemporaryDirectory("earshot-live")
+        let directory = scratch.url
         let path = directory.appendingPathComponent("tv.wav").path
         let programme = Data(WAVFile.bytes(excerpt(1, 20, 20)))
         try programme.write(to: URL(fileURLWithPath: path))
@@ -96,7 +83,7 @@ struct CaptureProblemTests {
         #expect(session.status.currentMatch?.mediaItem.id == "ref1")
 
         try FileManager.default.removeItem(atPath: path)
-        try await waitFor(session, "the problem shows") { $0.captureProblem != nil }
+        try await eventually("the problem shows", { session.status }, until: { $0.captureProblem != nil })
         let status = session.status
         #expect(status.captureProblem == "\(path): no such file (the file does not exist)")
         #expect(status.window == 0, "the window heard before the problem was kept")
@@ -108,7 +95,7 @@ struct CaptureProblemTests {
         }
 
         try programme.write(to: URL(fileURLWithPath: path))
-        try await waitFor(session, "audio flows again") { $0.captureProblem == nil }
+        try await eventually("audio flows again", { session.status }, until: { $0.captureProblem == nil })
         #expect(session.status.sourceStatistics.reopenAttempts >= 1)
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
     }
@@ -121,13 +108,13 @@ struct CaptureProblemTests {
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref2")
 
         source.halted = true
-        try await waitFor(session, "the stall shows") { $0.captureProblem != nil }
+        try await eventually("the stall shows", { session.status }, until: { $0.captureProblem != nil })
         #expect(session.status.captureProblem == "the audio source delivered no audio for 0.5 s")
         #expect(session.status.window == 0 && session.status.currentMatch == nil)
         #expect(errorMessage(await session.result())?.hasSuffix("no audio for 0.5 s") == true)
 
         source.halted = false
-        try await waitFor(session, "audio flows again") { $0.captureProblem == nil }
+        try await eventually("audio flows again", { session.status }, until: { $0.captureProblem == nil })
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref2")
     }
 
@@ -139,21 +126,21 @@ struct CaptureProblemTests {
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { device }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session, "all is heard") { $0.heard >= 11.99 }
+        try await eventually("all is heard", { session.status }, until: { $0.heard >= 11.99 })
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
         let heard = session.status.heard
 
         device.publish(.retrying, capturing: excerpt(1, 32, 10))
-        try await waitFor(session, "the ring is read") { _ in device.unread == 0 }
+        try await eventually("the ring is read", { session.status }, until: { _ in device.unread == 0 })
         try await Task.sleep(for: .milliseconds(50))  // a few turns, each publishing the status
         #expect(session.status.heard == heard, "audio captured before the failure was heard as new")
 
         device.publish(.failed(.internalError("no such device")))
-        try await waitFor(session, "the problem shows") { $0.captureProblem != nil }
+        try await eventually("the problem shows", { session.status }, until: { $0.captureProblem != nil })
         #expect(session.status.window == 0 && session.status.currentMatch == nil)
 
         device.publish(.running, capturing: excerpt(1, 60, 12))
-        try await waitFor(session, "audio flows again") { $0.captureProblem == nil }
+        try await eventually("audio flows again", { session.status }, until: { $0.captureProblem == nil })
         #expect((await session.result()).mediaItems.first?.mediaItem.id == "ref1")
     }
 
@@ -162,15 +149,15 @@ struct CaptureProblemTests {
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: self.excerpt(2, 30, 20)) }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session, "all is heard") { $0.heard >= 19.99 }
+        try await eventually("all is heard", { session.status }, until: { $0.heard >= 19.99 })
         let answer = try #require((await session.result()).mediaItems.first)
         #expect(abs(answer.predictedCurrentMatchOffset - 50) < 0.05)
         var previous = session.status.currentMatch?.predictedCurrentMatchOffset ?? -1
-        try await waitFor(session, "the offset stops") { status in
+        try await eventually("the offset stops", { session.status }, until: { status in
             let offset = status.currentMatch?.predictedCurrentMatchOffset ?? -2
             defer { previous = offset }
             return offset == previous
-        }
+        })
         let frozen = try #require(session.status.currentMatch?.predictedCurrentMatchOffset)
         #expect(frozen >= answer.predictedCurrentMatchOffset)
         #expect(frozen <= answer.predictedCurrentMatchOffset + ManagedSession.extrapolationLimit + 1e-6)

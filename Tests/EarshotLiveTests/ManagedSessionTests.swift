@@ -13,25 +13,13 @@ struct ManagedSessionTests {
         SyntheticSignature.excerpt(fixture.audio[reference], start: start, duration: seconds)
     }
 
-    /// Waits (up to 5 s) until `condition` holds for the session's status.
-    private func waitFor(_ session: ManagedSession, _ condition: (ManagedSession.Status) -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition(session.status) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out; status \(session.status)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     @Test func preparedSessionAnswersFromTheWindowAndGoesIdle() async throws {
         let audio = excerpt(2, 30, 20)
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
         defer { session.shutdown() }
         session.prepare()
         // All 20 s heard (the session reads about a second per turn, so this takes a few turns).
-        try await waitFor(session) { $0.state == .prerecording && $0.heard >= 19.99 }
+        try await eventually("the window holds all the audio", { session.status }, until: { $0.state == .prerecording && $0.heard >= 19.99 })
         let result = await session.result()
         let top = try #require(result.mediaItems.first)
         #expect(top.mediaItem.id == "ref2")
@@ -62,7 +50,7 @@ struct ManagedSessionTests {
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio, speed: 1) }
         defer { session.shutdown() }
         let waiting = Task { await session.result() }
-        try await waitFor(session) { $0.state == .matching && $0.heard > 0.5 }
+        try await eventually("the session matches", { session.status }, until: { $0.state == .matching && $0.heard > 0.5 })
         let started = ContinuousClock.now
         waiting.cancel()
         guard case .error(let error) = await waiting.value else {
@@ -71,7 +59,7 @@ struct ManagedSessionTests {
         }
         #expect(error.message.contains("cancelled"))
         #expect(ContinuousClock.now - started < .seconds(2), "the wait did not end at once")
-        try await waitFor(session) { $0.state == .idle }
+        try await eventually("the session goes idle", { session.status }, until: { $0.state == .idle })
 
         // A task cancelled before it asks gets the same answer without touching the session.
         let early = Task {
@@ -90,7 +78,7 @@ struct ManagedSessionTests {
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: audio) }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.window >= 12 }
+        try await eventually("the window is full", { session.status }, until: { $0.window >= 12 })
         guard case .noMatch = await session.result() else {
             Issue.record("expected noMatch")
             return
@@ -103,7 +91,7 @@ struct ManagedSessionTests {
         }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.captureProblem != nil }
+        try await eventually("the problem shows", { session.status }, until: { $0.captureProblem != nil })
         #expect(session.status.captureProblem?.contains("hw:9,9") == true)
         guard case .error(.matchAttemptFailed(let message)) = await session.result() else {
             Issue.record("expected matchAttemptFailed")
@@ -116,9 +104,9 @@ struct ManagedSessionTests {
         let session = ManagedSession(catalog: fixture.catalog) { ScriptedAudioSource(samples: [Float](repeating: 0.1, count: 16_000)) }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.state == .prerecording }
+        try await eventually("the session prerecords", { session.status }, until: { $0.state == .prerecording })
         session.cancel()
-        try await waitFor(session) { $0.state == .idle && $0.window == 0 }
+        try await eventually("the session goes idle with an empty window", { session.status }, until: { $0.state == .idle && $0.window == 0 })
     }
 
     @Test func resultsFollowTheProgrammeUntilCancelled() async throws {
@@ -178,7 +166,7 @@ struct ManagedSessionTests {
             return count
         }
         session.prepare()
-        try await waitFor(session) { $0.state == .prerecording }
+        try await eventually("the session prerecords", { session.status }, until: { $0.state == .prerecording })
         session.shutdown()
         #expect(await observer.value >= 1)
         #expect(session.state == .idle)
@@ -189,7 +177,7 @@ struct ManagedSessionTests {
         let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: audio) }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.window >= 12 }
+        try await eventually("the window is full", { session.status }, until: { $0.window >= 12 })
         for _ in 0..<3 {
             #expect(await session.result().mediaItems.first?.mediaItem.id == "ref2")
             #expect(session.state == .prerecording)
@@ -199,12 +187,13 @@ struct ManagedSessionTests {
 
     /// Requests that come before any new audio share one match: the answer could not differ.
     @Test func aBurstOfRequestsOnUnchangedAudioCostsOneMatch() async throws {
-        let audio = excerpt(2, 40, 20)
-        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { ScriptedAudioSource(samples: audio) }
+        let source = ScriptedAudioSource(samples: excerpt(2, 40, 20))
+        let session = ManagedSession(catalog: fixture.catalog, staysPrepared: true) { source }
         defer { session.shutdown() }
         session.prepare()
-        try await waitFor(session) { $0.heard >= 19.99 }
-        try await Task.sleep(for: .milliseconds(200))  // the source has ended: the window stays as it is
+        try await eventually("all is heard", { session.status }, until: { $0.heard >= 19.99 })
+        // The source has ended: the window stays as it is.
+        try await eventually("the source ends") { source.state == .finished }
         let first = await session.result()
         #expect(first.mediaItems.first?.mediaItem.id == "ref2")
         let before = session.status.matchesComputed

@@ -1,15 +1,13 @@
 import EarshotService
+import EarshotTestSupport
 import Foundation
 import Testing
 
 struct ConfigurationTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
     /// deploy/earshotd.toml lists every key, commented out, with its default: uncommenting them
     /// all must give exactly the built-in defaults, and every key must be there.
     @Test func deployedFileListsEveryKeyWithItsDefault() throws {
-        let text = try String(contentsOf: Self.packageRoot.appendingPathComponent("deploy/earshotd.toml"), encoding: .utf8)
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("deploy/earshotd.toml"), encoding: .utf8)
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             let l = String(line)
             if l.hasPrefix("#"), l.dropFirst().first?.isLetter == true, l.contains(" = ") { return String(l.dropFirst()) }
@@ -67,9 +65,8 @@ struct ConfigurationTests {
 
     /// `--config FILE`, else the default file when it exists, else the built-in defaults.
     @Test func whereTheConfigurationComesFrom() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-config-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try TemporaryDirectory("earshot-config")
+        let directory = scratch.url
         let file = directory.appendingPathComponent("given.toml").path
         let fallback = directory.appendingPathComponent("default.toml").path
         let missing = directory.appendingPathComponent("missing.toml").path
@@ -101,9 +98,9 @@ struct ConfigurationTests {
     /// A FIFO named as the configuration (or sitting at the default path) is refused without
     /// being opened: reading it would wait for a writer and hang the start.
     @Test func aFIFOIsNeverReadAsTheConfiguration() throws {
-        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID()).toml").path
+        let scratch = try TemporaryDirectory("earshot-config")
+        let fifo = scratch.path("cfg.toml")
         #expect(mkfifo(fifo, 0o644) == 0)
-        defer { try? FileManager.default.removeItem(atPath: fifo) }
         let started = ContinuousClock.now
         do {
             _ = try DaemonConfiguration.load(path: fifo, overrides: [])

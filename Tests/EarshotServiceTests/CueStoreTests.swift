@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -6,16 +7,9 @@ import Testing
 
 /// The cue service's files: what survives a restart, and what a damaged file does.
 struct CueStoreTests {
-    private func folder() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cue-store-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     @Test func overridesAndOnceMemoryRoundTripAndStartEmpty() throws {
-        let dir = try folder()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let store = CueStore(stateDirectory: dir)
+        let folder = try TemporaryDirectory("cue-store")
+        let store = CueStore(stateDirectory: folder.path)
         #expect(try store.loadOverrides().isEmpty)  // never written
         #expect(try store.loadOnce() == CueOnceMemory())
         let override = CueStore.Override(catalog: "show", version: 3, reference: 1,
@@ -31,9 +25,8 @@ struct CueStoreTests {
     }
 
     @Test func aDamagedFileIsAClearErrorAndIsSetAsideNotDeleted() throws {
-        let dir = try folder()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let store = CueStore(stateDirectory: dir)
+        let folder = try TemporaryDirectory("cue-store")
+        let store = CueStore(stateDirectory: folder.path)
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.overridesPath))
         #expect(throws: (any Error).self) { try store.loadOverrides() }
         do { _ = try store.loadOverrides() } catch { #expect(error.message.contains("not a list of cue overrides")) }

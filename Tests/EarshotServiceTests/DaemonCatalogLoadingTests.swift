@@ -1,16 +1,19 @@
 import EarshotCore
 import EarshotTransport
 import EarshotWire
+import EarshotTestSupport
 import Foundation
 import Testing
 
-/// earshotd's catalog folder as an operator finds it: corrupt, foreign and odd files beside the
-/// good one, and stops sent while the daemon is still starting.
+/// earshotd's catalog folder as a process finds it at start: a configured catalog that fails stops
+/// the start, and stops sent while the daemon is still starting are prompt. (What it makes of
+/// corrupt, foreign and odd files beside the good one is
+/// `InProcessDaemonTests.DaemonCatalogFolderTests`'.)
 @Suite("earshotd catalog loading", .serialized)
 struct DaemonCatalogLoadingTests {
     /// A daemon started once and stopped, whose state folder the test then changes.
-    private func stoppedDaemon() throws -> DaemonHarness {
-        let first = try DaemonHarness()
+    private func stoppedDaemon() async throws -> DaemonHarness {
+        let first = try await DaemonHarness()
         #expect(first.stop() == 0)
         return first
     }
@@ -21,88 +24,21 @@ struct DaemonCatalogLoadingTests {
 
     /// The fixture catalog with one bit flipped in the middle of its values section (which a
     /// structure-only open never reads).
-    private static func valuesBitFlipped() -> [UInt8] {
+    static func valuesBitFlipped() -> [UInt8] {
         var bytes = DaemonFixture.shared.catalogBytes
         let values = TestCatalogImage.section(.values, in: bytes)
         bytes[values.lowerBound + values.count / 2] ^= 0x10
         return bytes
     }
 
-    /// What `earshot catalog display` rejects, the daemon leaves out too, and says so: in the
-    /// log, in Catalogs/List (state FAILED with the reason), in Describe (FAILED_PRECONDITION)
-    /// and on the catalog topic (one event per file). A FIFO is skipped without being opened,
-    /// so start-up does not hang on it.
-    @Test func failedCatalogsAreListedAndAFIFOIsSkipped() async throws {
-        let first = try stoppedDaemon()
-        try Data(Self.valuesBitFlipped()).write(to: URL(fileURLWithPath: catalogPath(first, "flip.earcat")))
-        try Data(DaemonFixture.shared.catalogBytes + Array("appended".utf8)).write(to: URL(fileURLWithPath: catalogPath(first, "trail.earcat")))
-        try Data("these are my notes\n".utf8).write(to: URL(fileURLWithPath: catalogPath(first, "notes.earcat")))
-        #expect(mkfifo(catalogPath(first, "x.earcat"), 0o644) == 0)
-
-        let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys)
-        #expect(daemon.log.contains("catalog x skipped (never opened)"), "\(daemon.log)")
-        let client = try daemon.client()
-        defer { client.close() }
-        let list = try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest())
-        #expect(list.catalogs.map(\.name) == ["flip", "notes", "show", "trail", "x"])
-        let byName = Dictionary(uniqueKeysWithValues: list.catalogs.map { ($0.name, $0) })
-        let show = try #require(byName["show"])
-        #expect(show.state == .active && show.active && show.enabled && show.version == 1 && show.referenceCount == 3 && show.failure.isEmpty)
-        let reasons = [
-            "flip": "checksum mismatch in section values",
-            "trail": "8 unexpected bytes after the last section",
-            "notes": "not an Earshot catalog",
-            "x": "is a named pipe, not a regular file",
-        ]
-        for (name, reason) in reasons {
-            let summary = try #require(byName[name])
-            #expect(summary.state == .failed, "\(name)")
-            #expect(summary.failure.contains(reason), "\(name): \(summary.failure)")
-            #expect(!summary.failure.contains("/"), "the reason names no path: \(summary.failure)")
-            #expect(!summary.active && summary.referenceCount == 0 && summary.byteCount == 0)
-        }
-
-        var describe = Earshot_V1_DescribeCatalogRequest()
-        describe.name = "flip"
-        do {
-            _ = try await client.call(Methods.Catalogs.describe, describe)
-            Issue.record("a catalog that failed to load was described")
-        } catch {
-            #expect(error.code == .failedPrecondition)
-            #expect(error.message.contains("failed to load: checksum mismatch in section values"), "\(error.message)")
-        }
-        describe.name = "nothing"
-        do {
-            _ = try await client.call(Methods.Catalogs.describe, describe)
-            Issue.record("an unknown catalog was described")
-        } catch {
-            #expect(error.code == .notFound)
-        }
-
-        // One catalog event per file at start: one LOADED, four FAILED. They are published before
-        // anyone can subscribe; the heartbeat's head for the topic counts them.
-        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.heartbeat], security: daemon.security(.viewer))
-        defer { subscriber.close() }
-        var catalogEvents: UInt64?
-        for await event in subscriber.events {
-            if case .heartbeat(let hb) = event.body {
-                catalogEvents = hb.heads[Topics.catalog]
-                break
-            }
-        }
-        #expect(catalogEvents == 5)
-        #expect(daemon.stop() == 0)
-    }
-
     /// The configured catalog must be usable: if it fails the check, the daemon refuses to
     /// start and says exactly why.
-    @Test func aConfiguredCatalogThatFailsStopsStartUpWithTheReason() throws {
-        let first = try stoppedDaemon()
+    @Test func aConfiguredCatalogThatFailsStopsStartUpWithTheReason() async throws {
+        let first = try await stoppedDaemon()
         try Data(Self.valuesBitFlipped()).write(to: URL(fileURLWithPath: catalogPath(first, "flip.earcat")))
-        let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys,
+        let daemon = try await DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys,
                                        settings: ["--session.catalog=flip"], waitUntilListening: false)
-        let deadline = Date().addingTimeInterval(30)
-        while daemon.process.isRunning, Date() < deadline { usleep(20_000) }
+        try? await eventually("earshotd exits", within: .seconds(30)) { !daemon.process.isRunning }
         #expect(daemon.stop() == 1)
         #expect(daemon.log.contains("catalog \"flip\" in \(first.directory.appendingPathComponent("state/catalogs").path) cannot be used: checksum mismatch in section values (file corrupt)"),
                 "\(daemon.log)")
@@ -110,17 +46,18 @@ struct DaemonCatalogLoadingTests {
 
     /// SIGTERM while the daemon checks a large catalog (here 6 GB, sparse): it stops within a
     /// second, cleanly, instead of finishing the check (minutes in a debug build) and starting.
-    @Test func stopWhileCheckingALargeCatalogIsPrompt() throws {
-        let first = try stoppedDaemon()
+    @Test func stopWhileCheckingALargeCatalogIsPrompt() async throws {
+        let first = try await stoppedDaemon()
         try TestCatalogImage.writeSparse(entries: 1_000_000_000, to: catalogPath(first, "big.earcat"))
-        let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys, waitUntilListening: false)
-        let deadline = Date().addingTimeInterval(30)
-        while !daemon.log.contains("checking catalog big"), daemon.process.isRunning, Date() < deadline { usleep(5_000) }
-        usleep(300_000)
+        let daemon = try await DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys, waitUntilListening: false)
+        try await eventually("earshotd checks the big catalog", within: .seconds(30), every: .milliseconds(5)) {
+            daemon.log.contains("checking catalog big") || !daemon.process.isRunning
+        }
+        try await Task.sleep(for: .milliseconds(300))  // into the check, not at its start: the moment of the stop
         #expect(daemon.process.isRunning, "\(daemon.log)")
         kill(daemon.process.processIdentifier, SIGTERM)
         let signalled = Date()
-        while daemon.process.isRunning, Date().timeIntervalSince(signalled) < 30 { usleep(5_000) }
+        try? await eventually("earshotd exits", within: .seconds(30), every: .milliseconds(5)) { !daemon.process.isRunning }
         let took = Date().timeIntervalSince(signalled)
         #expect(took < 1, "took \(took) s to stop: \(daemon.log)")
         #expect(daemon.stop() == 0)
@@ -132,8 +69,8 @@ struct DaemonCatalogLoadingTests {
     /// SIGTERM at random moments of a first start (making the key pair, loading catalogs,
     /// binding, the security self-test): every time the process exits 0 within a second, and
     /// the key pair is absent or whole, never torn; no temporary file is left behind.
-    @Test func stopAtAnyPointOfStartUpIsPromptAndClean() throws {
-        let first = try stoppedDaemon()
+    @Test func stopAtAnyPointOfStartUpIsPromptAndClean() async throws {
+        let first = try await stoppedDaemon()
         let state = first.directory.appendingPathComponent("state")
         let keyPath = state.appendingPathComponent("server.key").path
         for cycle in 0..<10 {
@@ -141,11 +78,11 @@ struct DaemonCatalogLoadingTests {
                 try? FileManager.default.removeItem(atPath: keyPath)
                 try? FileManager.default.removeItem(atPath: state.appendingPathComponent("server.public").path)
             }
-            let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys, waitUntilListening: false)
-            usleep(UInt32.random(in: 0...120_000))
+            let daemon = try await DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys, waitUntilListening: false)
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...120_000)))  // a random moment of the start
             kill(daemon.process.processIdentifier, SIGTERM)
             let signalled = Date()
-            while daemon.process.isRunning, Date().timeIntervalSince(signalled) < 30 { usleep(5_000) }
+            try? await eventually("earshotd exits", within: .seconds(30), every: .milliseconds(5)) { !daemon.process.isRunning }
             let took = Date().timeIntervalSince(signalled)
             #expect(took < 1, "cycle \(cycle): took \(took) s to stop: \(daemon.log)")
             #expect(daemon.stop() == 0, "cycle \(cycle): \(daemon.log)")
@@ -158,7 +95,7 @@ struct DaemonCatalogLoadingTests {
             }
         }
         // And it still starts and serves.
-        let daemon = try DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys)
+        let daemon = try await DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys)
         #expect(daemon.stop() == 0)
     }
 }

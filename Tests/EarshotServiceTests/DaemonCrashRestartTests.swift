@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotSync
+import EarshotTestSupport
 import EarshotTransport
 import EarshotWire
 import Foundation
@@ -16,7 +17,7 @@ struct DaemonCrashRestartTests {
         // Fixed ports, as in a deployment: each new daemon binds where the last one died.
         let settings = ["--rpc.listen=tcp://127.0.0.1:\(try freeLoopbackPort())",
                         "--events.listen=tcp://127.0.0.1:\(try freeLoopbackPort())"]
-        let first = try DaemonHarness(settings: settings)
+        let first = try await DaemonHarness(settings: settings)
         first.kill9()
         let folder = first.directory, keys = first.clientKeys
         let state = folder.appendingPathComponent("state")
@@ -28,7 +29,7 @@ struct DaemonCrashRestartTests {
         try FileManager.default.removeItem(atPath: keyPath)
         try FileManager.default.removeItem(atPath: publicPath)
         for delay in [0, 3, 6, 9, 12, 15, 20, 30] {
-            let daemon = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings, waitUntilListening: false)
+            let daemon = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings, waitUntilListening: false)
             try await Task.sleep(for: .milliseconds(delay))
             daemon.kill9()
             print("crash-restart first start killed after \(delay) ms: key \(FileManager.default.fileExists(atPath: keyPath) ? "made" : "not made yet")")
@@ -38,7 +39,7 @@ struct DaemonCrashRestartTests {
         }
 
         // Normal operation from here on: the key, the allow-list and the catalog must survive.
-        let started = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
+        let started = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
         let serverKey = try #require(started.serverPublicKey)
         let protected = try [keyPath, started.allowListURL.path, state.appendingPathComponent("catalogs/show.earcat").path]
             .map { ($0, try Data(contentsOf: URL(fileURLWithPath: $0))) }
@@ -49,15 +50,18 @@ struct DaemonCrashRestartTests {
 
         for cycle in 0..<9 {
             let moment = ["starting up", "serving", "re-reading its allow-list"][cycle % 3]
-            let daemon = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings,
+            let daemon = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings,
                                            waitUntilListening: moment != "starting up")
             switch moment {
             case "starting up":
                 try await Task.sleep(for: .microseconds(Int.random(in: 0...150_000)))
             default:
                 // Killed only once this daemon has served the load.
-                let served = await load.waitForSuccess(after: load.successes)
-                #expect(served, "cycle \(cycle): the load got no answer from the restarted daemon; log:\n\(daemon.log)")
+                do {
+                    try await load.waitForSuccess(after: load.successes)
+                } catch {
+                    Issue.record("cycle \(cycle): the load got no answer from the restarted daemon (\(error)); log:\n\(daemon.log)")
+                }
                 if moment == "serving" {
                     try await Task.sleep(for: .microseconds(Int.random(in: 0...800_000)))
                 } else {
@@ -74,7 +78,7 @@ struct DaemonCrashRestartTests {
         }
 
         // The daemon after the last kill serves as before.
-        let final = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
+        let final = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
         #expect(final.serverPublicKey == serverKey)
         #expect(try CurveKeyFile.readKeyPair(keyPath).publicKey == serverKey)
         let mode = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
@@ -84,7 +88,7 @@ struct DaemonCrashRestartTests {
             let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
             #expect(!names.contains { $0.contains(".tmp-") }, "interrupted writes left \(names)")
         }
-        #expect(await load.waitForSuccess(after: load.successes), "the long-lived clients did not reconnect")
+        try await load.waitForSuccess(after: load.successes)  // the long-lived clients reconnected
 
         let client = try final.client(.operator)
         defer { client.close() }
@@ -101,7 +105,7 @@ struct DaemonCrashRestartTests {
         }
         // The dashboard that subscribed before the first kill hears the last daemon.
         let snapshot = try await viewer.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
-        #expect(await load.waitForEvent(epoch: snapshot.epoch), "the subscriber did not hear the restarted daemon")
+        try await load.waitForEvent(epoch: snapshot.epoch)
         #expect(final.stop() == 0)
     }
 }
@@ -167,21 +171,15 @@ private final class LoadClients: Sendable {
     }
 
     /// Waits (up to 60 s) for an answer beyond `count`.
-    func waitForSuccess(after count: Int) async -> Bool {
-        await poll { self.successes > count }
+    func waitForSuccess(after count: Int) async throws {
+        try await eventually("the load gets an answer", every: .milliseconds(50)) { self.successes > count }
     }
 
     /// Waits (up to 60 s) for an event of the daemon started with `epoch`.
-    func waitForEvent(epoch: UInt64) async -> Bool {
-        await poll { self.heard.epochs.withLock { $0.contains(epoch) } }
-    }
-
-    private func poll(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<1200 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
+    func waitForEvent(epoch: UInt64) async throws {
+        try await eventually("the subscriber hears the daemon started with epoch \(epoch)", every: .milliseconds(50)) {
+            self.heard.epochs.withLock { $0.contains(epoch) }
         }
-        return false
     }
 
     func stop() {

@@ -4,21 +4,25 @@ import EarshotTransport
 import Foundation
 import Testing
 
-/// Runs the built `earshotd` as a real process on loopback ports, with a catalog of synthetic
-/// music and a programme file played in real time standing in for the TV.
-final class DaemonHarness: @unchecked Sendable {
-    let directory: URL
-    let process = Process()
-    private var logURL = URL(fileURLWithPath: "/dev/null")
-    private(set) var rpcEndpoint = ""
-    private(set) var eventsEndpoint = ""
+/// What the tests need of a running daemon, whether it runs as a process (`DaemonHarness`) or
+/// inside the test process (`InProcessDaemon`): its folder, the client keys it admits, the
+/// endpoints it bound and what it logged.
+protocol RunningDaemon: AnyObject, Sendable {
+    /// The daemon's folder: `state/` and the programme `tv.wav` (see `DaemonFolder`).
+    var directory: URL { get }
     /// One client key pair per role, all in the daemon's allow-list (names "viewer", "operator",
     /// "admin"): the tests run the daemon as shipped, with CURVE on.
-    let clientKeys: [ClientRole: CurveKeyPair]
+    var clientKeys: [ClientRole: CurveKeyPair] { get }
+    var rpcEndpoint: String { get }
+    var eventsEndpoint: String { get }
     /// The daemon's public key, read from `state/server.public` once it started (nil with
     /// security "none").
-    private(set) var serverPublicKey: String?
+    var serverPublicKey: String? { get }
+    /// Everything the daemon logged so far.
+    var log: String { get }
+}
 
+extension RunningDaemon {
     var allowListURL: URL { directory.appendingPathComponent("state/clients.allow") }
 
     /// CURVE keys for a client of `role` (nil with security "none").
@@ -32,6 +36,55 @@ final class DaemonHarness: @unchecked Sendable {
         configuration.security = security(role)
         return try RpcClient(endpoint: rpcEndpoint, configuration: configuration)
     }
+}
+
+/// A daemon's folder as the tests make it, in a temporary folder of its own (removed with the
+/// value): `state/` with the fixture's catalog (`catalogs/show.earcat`) and an allow-list of one
+/// key per role, and `tv.wav`, the fixture's programme, which the daemon plays in real time and
+/// in a loop, standing in for the TV.
+final class DaemonFolder: Sendable {
+    let scratch: TemporaryDirectory
+    let clientKeys: [ClientRole: CurveKeyPair]
+    var url: URL { scratch.url }
+
+    /// `parent` is where the folder is made (the system's temporary folder by default).
+    init(under parent: URL? = nil) throws {
+        scratch = try TemporaryDirectory("earshotd-test", under: parent)
+        try FileManager.default.createDirectory(at: scratch.url("state/catalogs"), withIntermediateDirectories: true)
+        var keys: [ClientRole: CurveKeyPair] = [:]
+        for role in ClientRole.allCases { keys[role] = try CurveKeyPair.generate() }
+        clientKeys = keys
+        try scratch.write("state/clients.allow",
+                          text: "# test clients\n" + DaemonHarness.allowList(ClientRole.allCases.map { (keys[$0]!, $0.rawValue, $0) }))
+        let fixture = DaemonFixture.shared
+        try scratch.write("state/catalogs/show.earcat", fixture.catalogBytes)
+        try WAVFile.write(fixture.programme, sampleRate: 16_000, to: scratch.path("tv.wav"))
+    }
+
+    /// The settings that run earshotd on the folder at `directory`: its state there, the
+    /// programme file played in a loop, RPC and events on loopback ports the kernel picks (port
+    /// 0; the daemon reports what it bound), and debug logs. Settings given after them win.
+    static func settings(for directory: URL) -> [String] {
+        ["--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
+         "--audio.source=file", "--audio.file=\(directory.appendingPathComponent("tv.wav").path)", "--audio.loop=true",
+         "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug"]
+    }
+}
+
+/// Runs the built `earshotd` as a real process on loopback ports, on a `DaemonFolder`: for what
+/// only a process shows (signals, its file descriptors and mappings, kill -9, start-up and exit
+/// statuses, running as another user, the CLI end to end). The service's logic is tested on an
+/// `InProcessDaemon`.
+final class DaemonHarness: RunningDaemon, @unchecked Sendable {
+    let directory: URL
+    let process = Process()
+    private var logURL = URL(fileURLWithPath: "/dev/null")
+    private(set) var rpcEndpoint = ""
+    private(set) var eventsEndpoint = ""
+    let clientKeys: [ClientRole: CurveKeyPair]
+    private(set) var serverPublicKey: String?
+    /// Signalled when the process ends.
+    private let exited = DispatchSemaphore(value: 0)
 
     /// Allow-list lines for `entries`.
     static func allowList(_ entries: [(CurveKeyPair, String, ClientRole)]) -> String {
@@ -45,17 +98,17 @@ final class DaemonHarness: @unchecked Sendable {
         if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() {
             candidates.append(bundle.appendingPathComponent("earshotd").path)
         }
-        candidates.append(ConfigurationTests.packageRoot.appendingPathComponent(".build/debug/earshotd").path)
+        candidates.append(Repository.root.appendingPathComponent(".build/debug/earshotd").path)
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw HarnessError("earshotd not found (looked at \(candidates.joined(separator: ", "))); `swift build` first")
         }
         return found
     }
 
-    /// Starts the daemon; `settings` are extra `--section.key=value` overrides. With
-    /// `fileLimit`, the daemon runs with that many file descriptors at most (soft and hard, as
-    /// `prlimit --nofile` sets them), so that running out of them takes seconds, not thousands of
-    /// connections.
+    /// Starts the daemon on a new `DaemonFolder`; `settings` are extra `--section.key=value`
+    /// overrides. With `fileLimit`, the daemon runs with that many file descriptors at most
+    /// (soft and hard, as `prlimit --nofile` sets them), so that running out of them takes
+    /// seconds, not thousands of connections.
     ///
     /// With `unprivileged`, the folder is given to `nobody` and the daemon runs as nobody:nogroup
     /// (through `setpriv`, which execs: the pid is the daemon's), so that file permissions apply
@@ -64,42 +117,40 @@ final class DaemonHarness: @unchecked Sendable {
     /// `parent` is where the daemon's folder is made (the system's temporary folder by default).
     /// With `cpus` (a `taskset` list, e.g. "0"), the daemon runs on those CPUs only.
     init(settings: [String] = [], fileLimit: Int? = nil, unprivileged: Bool = false, under parent: URL? = nil,
-         cpus: String? = nil) throws {
+         cpus: String? = nil) async throws {
         self.fileLimit = fileLimit
         self.unprivileged = unprivileged
         self.cpus = cpus
-        directory = (parent ?? FileManager.default.temporaryDirectory).appendingPathComponent("earshotd-test-\(UUID().uuidString)")
-        let catalogs = directory.appendingPathComponent("state/catalogs")
-        try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
-        var keys: [ClientRole: CurveKeyPair] = [:]
-        for role in ClientRole.allCases { keys[role] = try CurveKeyPair.generate() }
-        clientKeys = keys
-        try ("# test clients\n" + Self.allowList(ClientRole.allCases.map { (keys[$0]!, $0.rawValue, $0) }))
-            .write(to: directory.appendingPathComponent("state/clients.allow"), atomically: true, encoding: .utf8)
-        let fixture = DaemonFixture.shared
-        try Data(fixture.catalogBytes).write(to: directory.appendingPathComponent("state/catalogs/show.earcat"))
-        try Data(WAVFile.bytes(fixture.programme, sampleRate: 16_000)).write(to: directory.appendingPathComponent("tv.wav"))
+        let folder = try DaemonFolder(under: parent)
+        owned = folder
+        directory = folder.url
+        clientKeys = folder.clientKeys
+        self.settings = settings
         if unprivileged { try Self.giveToNobody(directory) }
-        try launch(settings: settings)
-        try waitUntilListening(settings: settings)
+        try launch()
+        try await waitUntilListening()
     }
 
     /// Starts a daemon again on the state of a stopped (or killed) one, as it was left: nothing
     /// is rewritten. `directory` is not removed twice: the first harness owns it. With
     /// `waitUntilListening: false` it returns as soon as the process runs.
     init(reusing folder: URL, clientKeys: [ClientRole: CurveKeyPair] = [:], settings: [String] = [],
-         waitUntilListening: Bool = true, unprivileged: Bool = false) throws {
+         waitUntilListening: Bool = true, unprivileged: Bool = false) async throws {
         fileLimit = nil
         cpus = nil
+        owned = nil
         self.unprivileged = unprivileged
         directory = folder
         self.clientKeys = clientKeys
-        ownsDirectory = false
-        try launch(settings: settings)
-        if waitUntilListening { try self.waitUntilListening(settings: settings) }
+        self.settings = settings
+        try launch()
+        if waitUntilListening { try await self.waitUntilListening() }
     }
 
-    private var ownsDirectory = true
+    /// The folder this harness made, removed after it (nil when it reuses another's).
+    private let owned: DaemonFolder?
+    /// The extra `--section.key=value` settings.
+    private let settings: [String]
     private let fileLimit: Int?
     private let cpus: String?
     private let unprivileged: Bool
@@ -128,7 +179,7 @@ final class DaemonHarness: @unchecked Sendable {
         }
     }
 
-    private func launch(settings: [String]) throws {
+    private func launch() throws {
         logURL = directory.appendingPathComponent("earshotd.log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
@@ -144,39 +195,39 @@ final class DaemonHarness: @unchecked Sendable {
                        "--clear-groups"] + command
         }
         process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst()) + [
-            "--daemon.state_directory=\(directory.appendingPathComponent("state").path)",
-            "--audio.source=file", "--audio.file=\(directory.appendingPathComponent("tv.wav").path)", "--audio.loop=true",
-            "--rpc.listen=tcp://127.0.0.1:0", "--events.listen=tcp://127.0.0.1:0", "--daemon.log_level=debug",
-        ] + settings
+        process.arguments = Array(command.dropFirst()) + DaemonFolder.settings(for: directory) + settings
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
     }
 
-    private func waitUntilListening(settings: [String]) throws {
-        // The daemon logs the endpoints it bound (port 0 → a free port).
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if let line = self.log.split(separator: "\n").first(where: { $0.contains("listening on") }) {
-                let words = line.split(separator: " ").map(String.init)
-                if let r = words.firstIndex(of: "RPC"), let e = words.firstIndex(of: "events") {
-                    rpcEndpoint = words[r + 1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))
-                    eventsEndpoint = words[e + 1]
-                    let publicFile = directory.appendingPathComponent("state/server.public").path
-                    if !settings.contains("--security.mode=none") {
-                        serverPublicKey = try CurveKeyFile.readKey(publicFile)
+    /// Waits until the daemon logs the endpoints it bound (port 0 → a free port), and takes them
+    /// and its public key. `init` does unless told not to.
+    func waitUntilListening() async throws {
+        let endpoints: (String, String)?
+        do {
+            endpoints = try await eventually("earshotd logs the endpoints it bound", within: .seconds(15), {
+                if let line = self.log.split(separator: "\n").first(where: { $0.contains("listening on") }) {
+                    let words = line.split(separator: " ").map(String.init)
+                    if let r = words.firstIndex(of: "RPC"), let e = words.firstIndex(of: "events") {
+                        return (words[r + 1].trimmingCharacters(in: CharacterSet(charactersIn: ";")), words[e + 1])
                     }
-                    return
                 }
-            }
-            guard process.isRunning else { throw HarnessError("earshotd exited early: \(self.log)") }
-            usleep(20_000)
+                guard self.process.isRunning else { throw HarnessError("earshotd exited early: \(self.log)") }
+                return nil
+            }, until: { $0 != nil })
+        } catch let timedOut as WaitTimedOut {
+            let stacks = Self.threadStacks(of: process.processIdentifier)
+            stop()
+            throw HarnessError("earshotd did not report its endpoints (\(timedOut)): \(self.log)\nits threads then:\n\(stacks)")
         }
-        let stacks = Self.threadStacks(of: process.processIdentifier)
-        stop()
-        throw HarnessError("earshotd did not report its endpoints: \(self.log)\nits threads then:\n\(stacks)")
+        (rpcEndpoint, eventsEndpoint) = endpoints!
+        if !settings.contains("--security.mode=none") {
+            serverPublicKey = try CurveKeyFile.readKey(directory.appendingPathComponent("state/server.public").path)
+        }
     }
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
@@ -229,9 +280,7 @@ final class DaemonHarness: @unchecked Sendable {
         guard process.processIdentifier != 0 else { return nil }
         if process.isRunning {
             process.terminate()
-            let deadline = Date().addingTimeInterval(seconds)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning {
+            if exited.wait(timeout: .now() + seconds) == .timedOut {
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
                 return nil
@@ -253,8 +302,7 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     deinit {
-        stop()
-        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
+        stop()  // before `owned` removes the folder
     }
 }
 

@@ -21,20 +21,11 @@ struct DaemonHostileLANTests {
         return try await client.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest()).counters[name] ?? 0
     }
 
-    private func waitFor(_ timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let giveUp = ContinuousClock.now + timeout
-        while ContinuousClock.now < giveUp {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     // MARK: 1. Connections that never handshake
 
     @Test func aConnectionFloodNeverTakesTheDescriptors() async throws {
         // 256 descriptors, as if systemd's 1024 had been hit by 4× the connections.
-        let daemon = try DaemonHarness(settings: Self.quiet, fileLimit: 256)
+        let daemon = try await DaemonHarness(settings: Self.quiet, fileLimit: 256)
         #expect(daemon.log.contains("file descriptors: limit 256"))
         // The start line says what an operator can act on, in their words.
         #expect(daemon.log.contains("clients: up to ") && !daemon.log.contains("closing door"), "\(daemon.log)")
@@ -79,7 +70,7 @@ struct DaemonHostileLANTests {
     // MARK: 2. One key holding every place
 
     @Test func oneKeyCannotTakeTheDaemonAndWhatItLeavesBehindIsFreed() async throws {
-        let daemon = try DaemonHarness(settings: Self.quiet)
+        let daemon = try await DaemonHarness(settings: Self.quiet)
         // A viewer opens 17 × 16 Health/Watch streams with deadlines near 2³² ms…
         let watch = try Earshot_V1_HealthCheckRequest().serializedBytes() as [UInt8]
         var dealers: [RawCurveDealer] = []
@@ -117,14 +108,15 @@ struct DaemonHostileLANTests {
         // The viewer leaves without a CANCEL: its streams end with its connections, not in 24 h.
         for dealer in dealers { dealer.socket.close() }
         dealers.removeAll()
-        let freed = try await waitFor(.seconds(10)) { try await counter("rpc_in_flight", daemon) <= 1 }
-        #expect(freed, "calls of closed connections still in flight")
+        try await eventually("the calls of closed connections end", within: .seconds(10), every: .milliseconds(50)) {
+            try await counter("rpc_in_flight", daemon) <= 1
+        }
         #expect(try await counter("rpc_disconnects", daemon) >= 17)
         #expect(daemon.stop() == 0)
     }
 
     @Test func aRevokedKeysStreamsEndWithinSeconds() async throws {
-        let daemon = try DaemonHarness(settings: Self.quiet)
+        let daemon = try await DaemonHarness(settings: Self.quiet)
         let viewer = try daemon.client(.viewer)
         defer { viewer.close() }
         let ending = Locked<Result<Int, any Error>?>(nil)
@@ -140,25 +132,25 @@ struct DaemonHostileLANTests {
             }
         }
         defer { stream.cancel() }
-        #expect(try await waitFor(.seconds(10)) { try await counter("rpc_in_flight", daemon) >= 2 })
+        try await eventually("two calls in flight", within: .seconds(10), every: .milliseconds(50)) { try await counter("rpc_in_flight", daemon) >= 2 }
         // The viewer's line leaves the allow-list (the daemon sees the change within a second).
         let keep = try String(contentsOf: daemon.allowListURL, encoding: .utf8)
             .split(separator: "\n").filter { !$0.contains(" viewer viewer") }.joined(separator: "\n") + "\n"
         try keep.write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
-        _ = await waitFor(.seconds(10)) { ending.withLock { $0 != nil } }
+        _ = try? await eventually("the stream ends", within: .seconds(10), every: .milliseconds(50)) { ending.withLock { $0 != nil } }
         guard case .failure(let error as RpcError) = ending.withLock({ $0 }) else {
             Issue.record("the stream of a revoked key went on: \(String(describing: ending.withLock { $0 }))")
             return
         }
         #expect(error.code == .unauthenticated)
-        #expect(try await waitFor(.seconds(10)) { try await counter("rpc_revoked_calls", daemon) == 1 })
+        try await eventually("one revoked call", within: .seconds(10), every: .milliseconds(50)) { try await counter("rpc_revoked_calls", daemon) == 1 }
         #expect(daemon.stop() == 0)
     }
 
     // MARK: 3. Envelopes built to be expensive
 
     @Test func metadataBombsDoNotHoldTheLoop() async throws {
-        let daemon = try DaemonHarness(settings: Self.quiet)
+        let daemon = try await DaemonHarness(settings: Self.quiet)
         var bomb = Earshot_V1_RequestEnvelope()
         bomb.method = Methods.Health.check.path
         // 3.9 MB: under the 4 MiB frame limit, so it is not simply cut off by libzmq.
@@ -216,7 +208,7 @@ struct DaemonHostileLANTests {
     }
 
     private func subscriptionFlood(busyProcesses: Int, stopped: Bool = false) async throws {
-        let daemon = try DaemonHarness(settings: Self.quiet, cpus: busyProcesses > 0 ? "0" : nil)
+        let daemon = try await DaemonHarness(settings: Self.quiet, cpus: busyProcesses > 0 ? "0" : nil)
         let dashboard = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.heartbeat], security: daemon.security(.viewer))
         defer { dashboard.close() }
         var beats = dashboard.events.makeAsyncIterator()

@@ -1,4 +1,5 @@
 import EarshotSync
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Testing
@@ -26,7 +27,7 @@ struct DaemonLibraryFairnessTests {
     /// admitted stream still gets each change once, in order, with all its items, then CURRENT.
     /// The viewer's pace is raised out of the way: this is the read queue's fairness alone.
     @Test func oneKeysCatchUpWatchesLeaveAnotherOwnersReadsTheirLatency() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
+        let daemon = try await DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
                                                   "--library.catch_up_bytes_per_second=\(1 << 40)"])
         defer { daemon.stop() }
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
@@ -120,7 +121,7 @@ struct DaemonLibraryFairnessTests {
     /// gets its whole backlog, paced; and earshotd stops promptly with streams waiting their turn.
     @Test func oneKeysWatchesTogetherReadNoFasterThanItsPace() async throws {
         let pace = 256 << 10
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
+        let daemon = try await DaemonHarness(settings: ["--session.prepare_on_start=false", "--session.follow=false",
                                                   "--library.catch_up_bytes_per_second=\(pace)"])
         defer { daemon.stop() }
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
@@ -180,7 +181,7 @@ struct DaemonLibraryFairnessTests {
         // The viewer gives up its streams (what they had booked is given back) and watches once:
         // the whole backlog comes, in order, paced (4000 items cost over 1 MB; 128 KiB is burst).
         for dealer in dealers { dealer.socket.close() }
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(1))  // the bookings are given back: nothing outside tells when
         let alone = ContinuousClock.now
         var viewerChanges = Lib.watch(viewer, from: 0).makeAsyncIterator()
         let backlog = try await Lib.untilCurrent(&viewerChanges)
@@ -195,7 +196,7 @@ struct DaemonLibraryFairnessTests {
         // earshotd stops at once with streams waiting for their turn.
         let waiting = try Self.watches(16, daemon)
         defer { waiting.socket.close() }
-        try await Task.sleep(for: .seconds(1))
+        try await eventually("the 16 watches wait for their turn", every: .milliseconds(50)) { try await Self.inFlight(daemon) >= 16 }
         let stopping = ContinuousClock.now
         #expect(daemon.stop() == 0)
         #expect(ContinuousClock.now - stopping < .seconds(5), "earshotd took \(ContinuousClock.now - stopping) to stop")
@@ -203,6 +204,13 @@ struct DaemonLibraryFairnessTests {
 
     /// A new connection of the viewer's with `count` WatchLibrary calls from version 0, their
     /// request ids from `firstID` on.
+    /// The calls in flight in the daemon (the asking one included).
+    static func inFlight(_ daemon: DaemonHarness) async throws -> UInt64 {
+        let admin = try daemon.client(.admin)
+        defer { admin.close() }
+        return try await admin.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest()).counters["rpc_in_flight", default: 0]
+    }
+
     static func watches(_ count: Int, _ daemon: DaemonHarness, firstID: Int = 1) throws -> RawCurveDealer {
         var watch = Earshot_V1_WatchLibraryRequest()
         watch.fromVersion = 0

@@ -9,236 +9,12 @@ import Testing
 
 @testable import EarshotTransport
 
-/// The Library service through a real earshotd over real CURVE: each key's library, private to
-/// it; notices without contents; resumable watches; kill -9 during writes; a damaged, unwritable
-/// or full database. (Migrations from earlier schema versions are covered by the store's tests.)
+/// The Library service through a real earshotd process over real CURVE: kill -9 during writes; a
+/// damaged database found at start, a move aside interrupted; a library the daemon's user may not
+/// write. (What the service answers is `InProcessDaemonTests.DaemonLibraryServiceTests`';
+/// migrations from earlier schema versions are covered by the store's tests.)
 @Suite("earshotd library", .serialized)
 struct DaemonLibraryTests {
-    // MARK: Round trip
-
-    @Test func addItemsRemoveAndMatchIntoTheLibraryOverCurve() async throws {
-        let daemon = try DaemonHarness()
-        defer { daemon.stop() }
-        let op = try daemon.client(.operator)
-        defer { op.close() }
-        let matches = try RawSubscriber(daemon, .operator, topic: Topics.match)
-
-        // Items from a real match: the programme plays piece 1.
-        let result = try await op.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(60))
-        #expect(result.outcome == .match)
-        #expect(!result.hasLibrary, "a Match without add_to_library says nothing about the library")
-        let matched = try #require(result.items.first)
-        #expect(matched.mediaItem.id == "piece1" && matched.catalog == "show")
-        let t = result.madeAtUnixMs
-        var older = Lib.new(matched, at: t - 2000), old = Lib.new(matched, at: t - 1000)
-        older.item.confidence = 0.5
-        old.item.confidence = 0.6
-
-        let first = try await Lib.add(op, [older, old])
-        #expect(first.version == 1 && first.itemCount == 2 && first.items.count == 2)
-        #expect(first.items.map(\.item) == [older.item, old.item], "stored as given, in the order given")
-        #expect(first.items.allSatisfy { $0.id.count == 32 && $0.matchedAtUnixMs > 0 && $0.addedAtUnixMs > 0 })
-        let second = try await Lib.add(op, [Lib.new(matched, at: t)])
-        #expect(second.version == 2 && second.itemCount == 3)
-        #expect(second.ownerHash == first.ownerHash && !first.ownerHash.isEmpty)
-
-        // Page by page (size 1), newest match first.
-        let pages = try await Lib.pages(op, size: 1)
-        #expect(pages.count == 3)
-        #expect(pages.map(\.items.count) == [1, 1, 1] && pages.last?.nextPageToken == "")
-        #expect(pages.flatMap(\.items).map(\.id) == [second.items[0].id, first.items[1].id, first.items[0].id])
-        #expect(pages.allSatisfy { $0.version == 2 && $0.itemCount == 3 && $0.ownerHash == first.ownerHash && $0.bytes > 0 })
-
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = [first.items[1].id]
-        let removed = try await op.call(Methods.Library.remove, remove)
-        #expect(removed.version == 3 && removed.itemCount == 2)
-        await expectCode(.notFound) { () throws(RpcError) in _ = try await op.call(Methods.Library.remove, remove) }
-
-        // Match with add_to_library: the reply says how the add went; the published copy does not.
-        var request = Earshot_V1_MatchRequest()
-        request.addToLibrary = true
-        let added = try await op.call(Methods.Recognizer.match, request, timeout: .seconds(60))
-        #expect(added.outcome == .match)
-        #expect(added.library.code == 0, "\(added.library.message)")
-        #expect(added.library.version == 4 && added.library.itemIds.count == 1)
-        let all = try await Lib.all(op)
-        #expect(all.version == 4 && all.items.count == 3)
-        #expect(Set(added.library.itemIds).isSubset(of: Set(all.items.map(\.id))))
-        #expect(all.items.first { $0.id == added.library.itemIds.first }?.item.mediaItem.id == "piece1")
-
-        let published = await matches.waitFor { $0.match.madeAtUnixMs == added.madeAtUnixMs && $0.match.outcome == .match }
-        let copy = try #require(published, "the result was not published on match/")
-        #expect(!copy.envelope.match.hasLibrary, "the published copy carries the caller's library status")
-        #expect(copy.envelope.match.items == added.items)
-        #expect(daemon.stop() == 0)
-    }
-
-    // MARK: Owners
-
-    @Test func ownersAreIsolatedAndAdminsManageThem() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false"])
-        defer { daemon.stop() }
-        let viewer = try daemon.client(.viewer), op = try daemon.client(.operator), admin = try daemon.client(.admin)
-        defer { [viewer, op, admin].forEach { $0.close() } }
-
-        let mine = try await Lib.add(viewer, [Lib.new(title: "viewer one"), Lib.new(title: "viewer two")])
-        let theirs = try await Lib.add(op, [Lib.new(title: "operator one")])
-        #expect(mine.version == 1 && theirs.version == 1, "each owner has its own versions")
-        #expect(mine.ownerHash != theirs.ownerHash)
-        let viewerIDs = Set(mine.items.map(\.id)), operatorIDs = Set(theirs.items.map(\.id))
-        #expect(Set(try await Lib.all(viewer).items.map(\.id)) == viewerIDs)
-        #expect(Set(try await Lib.all(op).items.map(\.id)) == operatorIDs)
-
-        // Another owner's id is not found, whatever else the call names: nothing is removed.
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = [mine.items[0].id, theirs.items[0].id]
-        await expectCode(.notFound) { () throws(RpcError) in _ = try await viewer.call(Methods.Library.remove, remove) }
-        remove.ids = [mine.items[1].id]
-        await expectCode(.notFound) { () throws(RpcError) in _ = try await op.call(Methods.Library.remove, remove) }
-        #expect(Set(try await Lib.all(viewer).items.map(\.id)) == viewerIDs)
-        #expect(Set(try await Lib.all(op).items.map(\.id)) == operatorIDs)
-        let (viewerVersion, operatorVersion) = (try await Lib.all(viewer).version, try await Lib.all(op).version)
-        #expect(viewerVersion == 1 && operatorVersion == 1)
-
-        // Only an admin reads another owner's library (export).
-        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await Lib.all(viewer, owner: "operator") }
-        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await Lib.all(op, owner: "viewer") }
-        let exported = try await Lib.all(admin, owner: "operator")
-        #expect(Set(exported.items.map(\.id)) == operatorIDs && exported.ownerHash == theirs.ownerHash)
-        await expectCode(.permissionDenied) { () throws(RpcError) in
-            _ = try await viewer.call(Methods.Library.listOwners, Earshot_V1_ListLibraryOwnersRequest())
-        }
-        let owners = try await Lib.owners(admin)
-        #expect(owners.keys.sorted() == ["operator", "viewer"])
-        #expect(owners["viewer"]?.allowed == true && owners["operator"]?.allowed == true)
-        #expect(owners["viewer"]?.itemCount == 2 && owners["viewer"]?.ownerHash == mine.ownerHash && owners["viewer"]?.version == 1)
-
-        // A key taken out of the allow-list keeps its items until an admin deletes them.
-        let keys = daemon.clientKeys
-        try DaemonHarness.allowList([(keys[.operator]!, "operator", .operator), (keys[.admin]!, "admin", .admin)])
-            .write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
-        #expect(await Lib.eventually { (try? await Lib.owners(admin))?["viewer"]?.allowed == false }, "ListOwners still says viewer is allowed")
-        let revoked = try await Lib.owners(admin)
-        #expect(revoked["viewer"]?.itemCount == 2 && revoked["operator"]?.allowed == true)
-        #expect(Set(try await Lib.all(admin, owner: "viewer").items.map(\.id)) == viewerIDs)
-        var delete = Earshot_V1_DeleteLibraryOwnerRequest()
-        delete.owner = "viewer"
-        await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await op.call(Methods.Library.deleteOwner, delete) }
-        let cleared = try await admin.call(Methods.Library.deleteOwner, delete)
-        #expect(cleared.itemCount == 0 && cleared.version == 2)
-        let afterwards = try await Lib.all(admin, owner: "viewer")
-        #expect(afterwards.items.isEmpty && afterwards.itemCount == 0)
-        #expect(Set(try await Lib.all(op).items.map(\.id)) == operatorIDs, "deleting one owner touched another")
-        delete.owner = "nobody-at-all"
-        await expectCode(.notFound) { () throws(RpcError) in _ = try await admin.call(Methods.Library.deleteOwner, delete) }
-        #expect(daemon.log.contains("library: admin deleted the 2 items of viewer"), "\(daemon.log)")
-        #expect(daemon.stop() == 0)
-    }
-
-    // MARK: Notices
-
-    @Test func noticesNameTheOwnerByHashAndCarryNoContents() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false"])
-        defer { daemon.stop() }
-        let viewer = try daemon.client(.viewer)
-        defer { viewer.close() }
-        let notices = try RawSubscriber(daemon, .admin, topic: Topics.library)
-        let secret = "Secret Title \(UUID().uuidString)"
-        let reply = try await Lib.add(viewer, [Lib.new(title: secret, properties: #"{"note": "\#(secret)"}"#), Lib.new(title: secret + " 2")])
-
-        let heard = try #require(await notices.waitFor { $0.library.version == reply.version }, "no notice on library/")
-        let notice = heard.envelope.library
-        #expect(heard.envelope.topic.hasPrefix(Topics.library))
-        #expect(notice.ownerHash == reply.ownerHash)
-        #expect(notice.version == 1 && notice.itemCount == 2 && notice.kind == .added && notice.changed == 2)
-        let raw = heard.frames.flatMap { $0 }
-        for text in [secret, "viewer"] + reply.items.map(\.id) {
-            #expect(!raw.contains(subsequence: Array(text.utf8)), "the notice's bytes contain \(text)")
-        }
-
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = [reply.items[0].id]
-        _ = try await viewer.call(Methods.Library.remove, remove)
-        let removal = try #require(await notices.waitFor { $0.library.version == 2 }, "no notice for the removal")
-        #expect(removal.envelope.library.kind == .removed && removal.envelope.library.changed == 1 && removal.envelope.library.itemCount == 1)
-        #expect(!removal.frames.flatMap { $0 }.contains(subsequence: Array(reply.items[0].id.utf8)))
-        #expect(daemon.stop() == 0)
-    }
-
-    // MARK: Watch
-
-    @Test func watchResumesAfterADisconnectWithoutGapsOrRepeats() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false"])
-        defer { daemon.stop() }
-        let writer = try daemon.client(.viewer)
-        defer { writer.close() }
-        let a = try await Lib.add(writer, [Lib.new(title: "a")])
-        let b = try await Lib.add(writer, [Lib.new(title: "b1"), Lib.new(title: "b2")])
-
-        // From 0: the backlog, then CURRENT.
-        let firstClient = try daemon.client(.viewer)
-        var first = Lib.watch(firstClient, from: 0).makeAsyncIterator()
-        let backlog = try await Lib.untilCurrent(&first)
-        #expect(backlog.map(\.kind) == [.added, .added, .current])
-        #expect(backlog.map(\.version) == [1, 2, 2])
-        #expect(backlog[0].itemIds == a.items.map(\.id) && backlog[0].items.map(\.id) == a.items.map(\.id))
-        #expect(backlog[1].itemIds == b.items.map(\.id) && backlog[1].items.map(\.item.mediaItem.title) == ["b1", "b2"])
-        let lastSeen = backlog.last!.version
-        firstClient.close()  // the disconnect
-
-        // Three changes while away, by another client of the same key.
-        let c = try await Lib.add(writer, [Lib.new(title: "c")])
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = [a.items[0].id, b.items[1].id]
-        let r = try await writer.call(Methods.Library.remove, remove)
-        let d = try await Lib.add(writer, [Lib.new(title: "d")])
-        #expect([c.version, r.version, d.version] == [3, 4, 5])
-
-        let secondClient = try daemon.client(.viewer)
-        defer { secondClient.close() }
-        var second = Lib.watch(secondClient, from: lastSeen).makeAsyncIterator()
-        let missed = try await Lib.untilCurrent(&second)
-        #expect(missed.map(\.kind) == [.added, .removed, .added, .current])
-        #expect(missed.map(\.version) == [3, 4, 5, 5])
-        #expect(missed[0].itemIds == c.items.map(\.id) && missed[0].items.map(\.item.mediaItem.title) == ["c"])
-        #expect(missed[1].itemIds == remove.ids && missed[1].items.isEmpty)
-        #expect(missed[2].itemIds == d.items.map(\.id))
-        #expect(missed[3].itemCount == 3)
-
-        // Live: the next change comes on the open stream.
-        let e = try await Lib.add(writer, [Lib.new(title: "e")])
-        let live = try #require(try await second.next())
-        #expect(live.kind == .added && live.version == e.version && live.version == 6 && live.itemIds == e.items.map(\.id))
-        #expect(live.itemCount == 4)
-
-        // A version ahead of the library: RESYNC at the library's version, then CURRENT.
-        let thirdClient = try daemon.client(.viewer)
-        defer { thirdClient.close() }
-        var ahead = Lib.watch(thirdClient, from: 1_000_000).makeAsyncIterator()
-        let resynced = try await Lib.untilCurrent(&ahead)
-        #expect(resynced.map(\.kind) == [.resync, .current])
-        #expect(resynced.first?.version == 6 && resynced.first?.itemCount == 4)
-        #expect(daemon.stop() == 0)
-    }
-
-    @Test func watchFromBeyondAShortChangeLogResyncs() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--library.change_log_length=2"])
-        defer { daemon.stop() }
-        let viewer = try daemon.client(.viewer)
-        defer { viewer.close() }
-        for i in 1...5 { _ = try await Lib.add(viewer, [Lib.new(title: "item \(i)")]) }
-        var fromZero = Lib.watch(viewer, from: 0).makeAsyncIterator()
-        let got = try await Lib.untilCurrent(&fromZero)
-        #expect(got.map(\.kind) == [.resync, .current])
-        #expect(got.first?.version == 5 && got.first?.itemCount == 5)
-        // Within the log it still resumes.
-        let client = try daemon.client(.viewer)
-        defer { client.close() }
-        var recent = Lib.watch(client, from: 3).makeAsyncIterator()
-        #expect(try await Lib.untilCurrent(&recent).map(\.version) == [4, 5, 5])
-        #expect(daemon.stop() == 0)
-    }
 
     // MARK: kill -9
 
@@ -250,7 +26,7 @@ struct DaemonLibraryTests {
     @Test func killedDuringAddsAndRemovesItLosesNoAcknowledgedChange() async throws {
         let cycles = ProcessInfo.processInfo.environment["EARSHOT_LIBRARY_KILL_CYCLES"].flatMap(Int.init) ?? 5
         let settings = ["--session.prepare_on_start=false"]
-        let first = try DaemonHarness(settings: settings)
+        let first = try await DaemonHarness(settings: settings)
         defer { first.stop() }
         let folder = first.directory, keys = first.clientKeys
         let ledger = KillLedger()
@@ -258,19 +34,19 @@ struct DaemonLibraryTests {
         var floors: [String: UInt64] = [:]
         for cycle in 0..<cycles {
             if cycle > 0 {
-                daemon = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
+                daemon = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
                 floors = try await ledger.verify(daemon, after: cycle, floors: floors)
             }
             let workers = try (0..<4).map { w in
                 try KillWorker(number: w, role: w == 3 ? .viewer : .operator, daemon: daemon, ledger: ledger, cycle: cycle)
             }
-            #expect(await Lib.eventually(seconds: 30) { ledger.acknowledged(in: cycle) >= 2 }, "cycle \(cycle): no write was acknowledged")
+            try await eventually("cycle \(cycle): writes are acknowledged", within: .seconds(30)) { ledger.acknowledged(in: cycle) >= 2 }
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...400)))
             daemon.kill9()
             for w in workers { await w.stop() }
             print("library kill cycle \(cycle): \(ledger.summary)")
         }
-        let last = try DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
+        let last = try await DaemonHarness(reusing: folder, clientKeys: keys, settings: settings)
         defer { last.stop() }
         _ = try await ledger.verify(last, after: cycles, floors: floors)
         #expect(last.stop() == 0)
@@ -288,7 +64,7 @@ struct DaemonLibraryTests {
     @Test(arguments: Damage.allCases)
     func damagedDatabaseIsMovedAsideAndTheLibraryStaysDownUntilRestoredOrReset(_ damage: Damage) async throws {
         let settings = ["--session.prepare_on_start=false"]
-        let daemon = try DaemonHarness(settings: settings)
+        let daemon = try await DaemonHarness(settings: settings)
         defer { daemon.stop() }
         let keys = daemon.clientKeys, state = daemon.directory.appendingPathComponent("state")
         let path = state.appendingPathComponent("library.db").path
@@ -330,7 +106,7 @@ struct DaemonLibraryTests {
         }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
 
-        let damaged = try DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
+        let damaged = try await DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
         defer { damaged.stop() }
         let viewer = try damaged.client(.viewer), op = try damaged.client(.operator)
         defer { [viewer, op].forEach { $0.close() } }
@@ -375,7 +151,7 @@ struct DaemonLibraryTests {
         let note = path + ".damaged.txt"
         #expect(FileManager.default.fileExists(atPath: note))
         do {
-            let again = try DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
+            let again = try await DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
             defer { again.stop() }
             let client = try again.client(.viewer)
             defer { client.close() }
@@ -390,7 +166,7 @@ struct DaemonLibraryTests {
         // The operator deletes the note: an empty library begins, the damaged file stays.
         try FileManager.default.removeItem(atPath: note)
         do {
-            let fresh = try DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
+            let fresh = try await DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
             defer { fresh.stop() }
             let client = try fresh.client(.viewer)
             defer { client.close() }
@@ -406,7 +182,7 @@ struct DaemonLibraryTests {
         // Or restores the backup taken before the damage: every item is back.
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try FileManager.default.copyItem(atPath: backup.path, toPath: path)
-        let restored = try DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
+        let restored = try await DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings)
         defer { restored.stop() }
         let client = try restored.client(.viewer)
         defer { client.close() }
@@ -419,7 +195,7 @@ struct DaemonLibraryTests {
     /// not yet): the next start finishes the move instead of opening what is left, and stays down.
     @Test func anInterruptedSetAsideIsFinishedAtTheNextStart() async throws {
         let settings = ["--session.prepare_on_start=false"]
-        let daemon = try DaemonHarness(settings: settings)
+        let daemon = try await DaemonHarness(settings: settings)
         defer { daemon.stop() }
         do {
             let viewer = try daemon.client(.viewer)
@@ -434,7 +210,7 @@ struct DaemonLibraryTests {
             .write(to: URL(fileURLWithPath: path + ".damaged.txt"))
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: aside + "-wal"))  // what had been moved already
 
-        let again = try DaemonHarness(reusing: daemon.directory, clientKeys: daemon.clientKeys, settings: settings)
+        let again = try await DaemonHarness(reusing: daemon.directory, clientKeys: daemon.clientKeys, settings: settings)
         defer { again.stop() }
         let viewer = try again.client(.viewer)
         defer { viewer.close() }
@@ -445,34 +221,15 @@ struct DaemonLibraryTests {
         #expect(again.stop() == 0)
     }
 
-    /// With the library turned off, Health says so and a match asked to be kept says why not.
-    @Test func aTurnedOffLibrarySaysSo() async throws {
-        let daemon = try DaemonHarness(settings: ["--library.enabled=false"])
-        defer { daemon.stop() }
-        let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
-        defer { [viewer, op].forEach { $0.close() } }
-        var check = Earshot_V1_HealthCheckRequest()
-        check.service = "earshot.v1.Library"
-        let health = try await viewer.call(Methods.Health.check, check)
-        #expect(health.status == .notServing && health.message.contains("library.enabled = false"), "\(health)")
-        await expectCode(.unimplemented) { () throws(RpcError) in _ = try await viewer.call(Methods.Library.items, Earshot_V1_LibraryItemsRequest()) }
-        var request = Earshot_V1_MatchRequest()
-        request.addToLibrary = true
-        let result = try await op.call(Methods.Recognizer.match, request, timeout: .seconds(60))
-        #expect(result.outcome == .match && result.library.code == RpcStatusCode.unavailable.rawValue, "\(result.library)")
-        #expect(!FileManager.default.fileExists(atPath: daemon.directory.appendingPathComponent("state/library.db").path))
-        #expect(daemon.stop() == 0)
-    }
-
     // MARK: Permissions
 
     @Test func unwritableLibraryFolderLeavesRecognitionServing() async throws {
         // A library folder only root may write in, and the daemon running as nobody.
-        let ro = try Self.rootFolder()
+        let folder = try Self.rootFolder()
+        let ro = folder.url
         try Self.makeReadOnly(ro)
-        defer { Self.removeFolder(ro) }
         let path = ro.appendingPathComponent("library.db").path
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--library.path=\(path)"], unprivileged: true)
+        let daemon = try await DaemonHarness(settings: ["--session.prepare_on_start=false", "--library.path=\(path)"], unprivileged: true)
         defer { daemon.stop() }
         #expect(Self.user(of: daemon) == Self.unprivilegedUID, "setpriv did not take")
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
@@ -497,11 +254,11 @@ struct DaemonLibraryTests {
     @Test func readOnlyDatabaseIsNeverWritten() async throws {
         // A library written by a daemon running as root, left as it leaves it, in a folder only
         // root may write in; then the daemon runs as nobody.
-        let ro = try Self.rootFolder()
-        defer { Self.removeFolder(ro) }
+        let folder = try Self.rootFolder()
+        let ro = folder.url
         let path = ro.appendingPathComponent("library.db").path
         let settings = ["--session.prepare_on_start=false", "--library.path=\(path)"]
-        let root = try DaemonHarness(settings: settings)
+        let root = try await DaemonHarness(settings: settings)
         defer { root.stop() }
         let stored: Set<String>
         do {
@@ -516,7 +273,7 @@ struct DaemonLibraryTests {
         let before = try Self.contents(of: ro)
         print("library read-only: files left by the root daemon: \(names)")
 
-        let daemon = try DaemonHarness(reusing: root.directory, clientKeys: root.clientKeys, settings: settings, unprivileged: true)
+        let daemon = try await DaemonHarness(reusing: root.directory, clientKeys: root.clientKeys, settings: settings, unprivileged: true)
         defer { daemon.stop() }
         #expect(Self.user(of: daemon) == Self.unprivilegedUID, "setpriv did not take")
         let viewer = try daemon.client(.viewer), op = try daemon.client(.operator)
@@ -542,85 +299,6 @@ struct DaemonLibraryTests {
         #expect(try Self.contents(of: ro) == before, "the read-only library's files changed")
     }
 
-    // MARK: Full
-
-    @Test func belowTheReserveAddsAreRefusedWhileRemovesAndReadsServe() async throws {
-        let settings = ["--session.prepare_on_start=false"]
-        let daemon = try DaemonHarness(settings: settings)
-        defer { daemon.stop() }
-        let keys = daemon.clientKeys
-        let reply: Earshot_V1_LibraryWriteResponse
-        do {
-            let viewer = try daemon.client(.viewer)
-            defer { viewer.close() }
-            reply = try await Lib.add(viewer, [Lib.new(title: "before")])
-        }
-        #expect(daemon.stop() == 0)
-        let attributes = try FileManager.default.attributesOfFileSystem(forPath: daemon.directory.path)
-        let free = try #require((attributes[.systemFreeSize] as? NSNumber)?.int64Value)
-        let reserve = free * 2 + (1 << 30)
-        let full = try DaemonHarness(reusing: daemon.directory, clientKeys: keys, settings: settings + ["--library.reserve_bytes=\(reserve)"])
-        defer { full.stop() }
-        let viewer = try full.client(.viewer)
-        defer { viewer.close() }
-        var message = ""
-        await expectCode(.resourceExhausted) { () throws(RpcError) in
-            do throws(RpcError) { _ = try await Lib.add(viewer, [Lib.new(title: "after")]) } catch { message = error.message; throw error }
-        }
-        #expect(message.contains("library.reserve_bytes") && message.contains("nothing was changed"), "\(message)")
-        let items = try await Lib.all(viewer)
-        #expect(items.version == 1 && items.items.map(\.id) == reply.items.map(\.id))
-        // Removing is how a full box makes room: it is not refused.
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = reply.items.map(\.id)
-        #expect(try await viewer.call(Methods.Library.remove, remove).itemCount == 0)
-        #expect(full.stop() == 0)
-    }
-
-    @Test func aFullDatabaseRefusesAddsKeepsWhatItHasAndServes() async throws {
-        let daemon = try DaemonHarness(settings: ["--session.prepare_on_start=false", "--library.max_database_mb=1"])
-        defer { daemon.stop() }
-        let viewer = try daemon.client(.viewer)
-        defer { viewer.close() }
-        // Items of about 50 KB (random text: nothing compresses), until the 1 MB limit bites.
-        func big(_ n: Int) -> Earshot_V1_NewLibraryItem {
-            Lib.new(title: "big \(n) " + String((0..<50_000).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! }))
-        }
-        var kept: [String: String] = [:]
-        var refusal: RpcError?
-        for n in 0..<40 where refusal == nil {
-            let item = big(n)
-            do throws(RpcError) {
-                let reply = try await Lib.add(viewer, [item])
-                kept[reply.items[0].id] = item.item.mediaItem.title
-            } catch {
-                refusal = error
-            }
-        }
-        let full = try #require(refusal, "40 items of 50 KB fitted in 1 MB")
-        #expect(full.code == .resourceExhausted, "\(full)")
-        #expect(full.message.contains("max_database_mb"), "\(full.message)")
-        #expect(kept.count >= 10, "only \(kept.count) items before the limit")
-        print("library full after \(kept.count) items of 50 KB: \(full.message)")
-
-        // What was acknowledged is intact, and the daemon serves on.
-        let all = try await Lib.all(viewer)
-        #expect(all.items.count == kept.count && all.version == UInt64(kept.count))
-        #expect(all.items.allSatisfy { kept[$0.id] == $0.item.mediaItem.title })
-        var check = Earshot_V1_HealthCheckRequest()
-        check.service = "earshot.v1.Library"
-        #expect(try await viewer.call(Methods.Health.check, check).status == .serving)
-        // A removal frees room for another item of the same size.
-        var remove = Earshot_V1_RemoveLibraryItemsRequest()
-        remove.ids = Array(kept.keys.prefix(2))
-        let removed = try await viewer.call(Methods.Library.remove, remove)
-        #expect(removed.itemCount == UInt32(kept.count - 2))
-        let again = try await Lib.add(viewer, [big(99)])
-        #expect(again.itemCount == UInt32(kept.count - 1))
-        #expect(daemon.stop() == 0)
-        #expect(!daemon.log.contains("damaged"))
-    }
-
     // MARK: Helpers
 
     /// The real user id of a running process.
@@ -634,10 +312,11 @@ struct DaemonLibraryTests {
     static let unprivilegedUID = DaemonHarness.runningAsRoot ? getpwnam(DaemonHarness.unprivilegedUser.name).map { $0.pointee.pw_uid } : getuid()
 
     /// A new folder, mode 0755, of the tests' user: under root the unprivileged daemon (nobody)
-    /// may read it but not write in it; otherwise `makeReadOnly` makes it so.
-    static func rootFolder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-ro-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+    /// may read it but not write in it; otherwise `makeReadOnly` makes it so. Removed with the
+    /// value, read-only or not.
+    static func rootFolder() throws -> TemporaryDirectory {
+        let folder = try TemporaryDirectory("earshot-ro")
+        chmod(folder.path, 0o755)
         return folder
     }
 
@@ -647,12 +326,6 @@ struct DaemonLibraryTests {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         for name in names { chmod(folder.appendingPathComponent(name).path, DaemonHarness.runningAsRoot ? 0o644 : 0o444) }
         if !DaemonHarness.runningAsRoot { chmod(folder.path, 0o555) }
-    }
-
-    /// Removes a folder made by `rootFolder`, read-only or not.
-    static func removeFolder(_ folder: URL) {
-        chmod(folder.path, 0o755)
-        try? FileManager.default.removeItem(at: folder)
     }
 
     /// Every file in `folder` and its bytes.
@@ -742,15 +415,6 @@ enum Lib {
         return got
     }
 
-    /// Polls `condition` every 50 ms for up to `seconds`.
-    static func eventually(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return await condition()
-    }
 }
 
 /// A SUB socket read by hand, so the test sees the bytes the daemon published (topic and
@@ -766,15 +430,14 @@ final class RawSubscriber: @unchecked Sendable {
     private let lock = NSLock()
     private var events: [Event] = []
 
-    init(_ daemon: DaemonHarness, _ role: ClientRole, topic: String) throws {
+    init(_ daemon: some RunningDaemon, _ role: ClientRole, topic: String) async throws {
         socket = try ZMQSocket(.sub)
         try socket.set(.linger, 0)
         try daemon.security(role)?.apply(to: socket)
         for t in [topic, Topics.heartbeat] { try socket.set(.subscribe, Array(t.utf8)) }
         try socket.connect(daemon.eventsEndpoint)
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline, !drain().contains(where: { $0.envelope.topic.hasPrefix(Topics.heartbeat) }) {
-            usleep(20_000)
+        try await eventually("a heartbeat reaches the subscriber", within: .seconds(15)) {
+            drain().contains { $0.envelope.topic.hasPrefix(Topics.heartbeat) }
         }
     }
 
@@ -794,14 +457,11 @@ final class RawSubscriber: @unchecked Sendable {
         return events
     }
 
-    /// The first event (not a heartbeat) that satisfies `condition`, waiting up to 10 s.
-    func waitFor(_ condition: (Earshot_V1_EventEnvelope) -> Bool) async -> Event? {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            if let found = drain().first(where: { !$0.envelope.topic.hasPrefix(Topics.heartbeat) && condition($0.envelope) }) { return found }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+    /// The first event (not a heartbeat) that satisfies `condition`, once it arrived.
+    func waitFor(_ what: String, _ condition: (Earshot_V1_EventEnvelope) -> Bool) async throws -> Event {
+        try await eventually(what, {
+            self.drain().first { !$0.envelope.topic.hasPrefix(Topics.heartbeat) && condition($0.envelope) }
+        }, until: { $0 != nil })!
     }
 }
 

@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ struct DeployTests {
     private func install(into root: URL, binaries: String) throws -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [ConfigurationTests.packageRoot.appendingPathComponent("deploy/install.sh").path,
+        p.arguments = [Repository.root.appendingPathComponent("deploy/install.sh").path,
                        "--root", root.path, "--skip-build", "--bin-dir", binaries, "--no-systemctl"]
         let pipe = Pipe()
         p.standardOutput = pipe
@@ -20,8 +21,8 @@ struct DeployTests {
 
     @Test func installIsCompleteAndSafeToRunTwice() throws {
         let binaries = (try DaemonHarness.executable() as NSString).deletingLastPathComponent
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-stage-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
+        let scratch = try TemporaryDirectory("earshot-stage")
+        let root = scratch.url("root")
         let (status, first) = try install(into: root, binaries: binaries)
         #expect(status == 0, "\(first)")
         for path in ["usr/local/bin/earshotd", "usr/local/bin/earshot", "etc/systemd/system/earshotd.service",

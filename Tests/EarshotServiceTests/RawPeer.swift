@@ -1,19 +1,21 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 
 @testable import EarshotTransport
 
 /// A raw DEALER that sends whatever frames a test gives it: garbage, foreign signatures,
-/// oversized messages. It connects, sends, lets libzmq deliver, and goes away.
+/// oversized messages. It connects, sends, lets libzmq deliver, and goes away. (Nothing on the
+/// sending side tells when the frames arrived: a test that must know asks the daemon's counters.)
 enum RawPeer {
-    static func send(to endpoint: String, security: ClientSecurity? = nil, frames: [[UInt8]]) throws {
+    static func send(to endpoint: String, security: ClientSecurity? = nil, frames: [[UInt8]]) async throws {
         let socket = try ZMQSocket(.dealer)
         try socket.set(.linger, 1000)
         try security?.apply(to: socket)
         try socket.connect(endpoint)
-        usleep(100_000)  // let the connection complete before sending
+        try await Task.sleep(for: .milliseconds(100))  // let the connection complete before sending
         _ = socket.send(frames)
-        usleep(200_000)
+        try await Task.sleep(for: .milliseconds(200))
         socket.close()
     }
 }
@@ -39,15 +41,16 @@ final class RawCurveDealer: @unchecked Sendable {
 
     /// The next reply, or nil after `timeout`.
     func receive(timeout: Duration) async throws -> Earshot_V1_ResponseEnvelope? {
-        let giveUp = ContinuousClock.now + timeout
-        while true {
-            let late = ContinuousClock.now >= giveUp
-            if let message = try socket.receive(), message.frames.count == 2 {
-                return try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
-            }
-            if late { return nil }
-            try await Task.sleep(for: .milliseconds(1))
+        let socket = self.socket
+        let message: ZMQReceivedMessage
+        do {
+            message = try await eventually("a reply", within: timeout, every: .milliseconds(1), {
+                try socket.receive().flatMap { $0.frames.count == 2 ? $0 : nil }
+            }, until: { $0 != nil })!
+        } catch is WaitTimedOut {
+            return nil
         }
+        return try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
     }
 
     /// An envelope calling `method` with `payload`.

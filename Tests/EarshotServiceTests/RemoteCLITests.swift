@@ -1,5 +1,7 @@
 import EarshotSync
+import EarshotTestSupport
 import EarshotTransport
+import EarshotWire
 import Foundation
 import Testing
 
@@ -23,16 +25,15 @@ struct RemoteCLITests {
 
     /// `--server-key` and `--key` options for the harness's operator key (CURVE, the default).
     private func keys(_ daemon: DaemonHarness, _ role: ClientRole = .operator) throws -> [String] {
-        let keyFile = daemon.directory.appendingPathComponent("\(role.rawValue).key").path
-        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[role]), to: keyFile, comment: "test \(role.rawValue)")
+        let keyFile = try self.keyFile(daemon, role)
         // `=`: a Z85 key may begin with "-", which would read as an option.
         return ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
     }
 
     /// A key made with `keygen --role viewer`, its .pub appended to the allow-list as it is: the
     /// client is admitted as a viewer, and nothing more.
-    @Test func aPubFileAppendedToTheAllowListAdmitsItsRole() throws {
-        let daemon = try DaemonHarness()
+    @Test func aPubFileAppendedToTheAllowListAdmitsItsRole() async throws {
+        let daemon = try await DaemonHarness()
         let dir = daemon.directory.path
         let keygen = try earshot(["keygen", "-o", dir + "/phone", "--role", "viewer"])
         #expect(keygen.status == 0, "\(keygen.err)")
@@ -42,22 +43,19 @@ struct RemoteCLITests {
         try allowList.close()
         let k = ["--server-key=" + (try #require(daemon.serverPublicKey)), "--key", dir + "/phone.key", "--timeout", "10"]
         // Re-read within a second of the change.
-        var state = try earshot(["remote", "state", "--server", daemon.rpcEndpoint] + k)
-        for _ in 0..<10 where state.status != 0 {
-            Thread.sleep(forTimeInterval: 0.5)
-            state = try earshot(["remote", "state", "--server", daemon.rpcEndpoint] + k)
-        }
-        #expect(state.status == 0, "\(state.err)")
+        try await eventually("the phone's key is admitted", every: .milliseconds(500), {
+            try earshot(["remote", "state", "--server", daemon.rpcEndpoint] + k)
+        }, until: { $0.status == 0 })
         let match = try earshot(["remote", "match", "--server", daemon.rpcEndpoint] + k)
         #expect(match.status != 0)
         #expect(match.err.contains("PERMISSION_DENIED"), "\(match.err)")
         #expect(daemon.log.contains("allow-list re-read (file changed): 4 client(s)"), "\(daemon.log)")
     }
 
-    @Test func matchStateStreamAndWatch() throws {
-        let daemon = try DaemonHarness()
+    @Test func matchStateStreamAndWatch() async throws {
+        let daemon = try await DaemonHarness()
         let k = try keys(daemon)
-        Thread.sleep(forTimeInterval: 3)
+        try await waitUntilFollowing(daemon)
         let match = try earshot(["remote", "match", "--server", daemon.rpcEndpoint, "--timeout", "60"] + k)
         #expect(match.status == 0, "\(match.err)")
         #expect(match.out.hasPrefix("match: Piece 1"))
@@ -85,8 +83,8 @@ struct RemoteCLITests {
 
     /// The controller sets cues from a playlist, a follower sees them fire, the schedule lists
     /// them, a bad playlist is refused with its line, and clear goes back to the catalog's.
-    @Test func cuesSetFollowScheduleClear() throws {
-        let daemon = try DaemonHarness()
+    @Test func cuesSetFollowScheduleClear() async throws {
+        let daemon = try await DaemonHarness()
         let k = try keys(daemon)
         let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
         // The programme plays piece 1 from 10 s to 50 s, looping: cues every 5 s fire within any 12 s.
@@ -124,11 +122,11 @@ struct RemoteCLITests {
     /// A person keeps matches in their library: add (match now, and what the box follows), list
     /// as a table and JSON, watch the changes from the start, a refused remove that changes
     /// nothing, remove, export; the dashboard shows the notice; admin commands need an admin key.
-    @Test func libraryAddListWatchRemoveExport() throws {
-        let daemon = try DaemonHarness()
+    @Test func libraryAddListWatchRemoveExport() async throws {
+        let daemon = try await DaemonHarness()
         let k = try keys(daemon), admin = try keys(daemon, .admin)
         let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
-        Thread.sleep(forTimeInterval: 3)
+        try await waitUntilFollowing(daemon)
 
         // The dashboard runs while an item is added: it shows the library notice.
         let binary = ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
@@ -137,8 +135,9 @@ struct RemoteCLITests {
         watcher.arguments = ["remote", "watch", "--events", daemon.eventsEndpoint, "--duration", "5"] + server + k
         watcher.standardOutput = watched
         watcher.standardError = FileHandle.nullDevice
+        let subscriptions = try await subscriptionCount(daemon)
         try watcher.run()
-        Thread.sleep(forTimeInterval: 1.5)
+        try await eventually("the dashboard's subscription reaches the box") { try await subscriptionCount(daemon) > subscriptions }
 
         let matched = try earshot(["remote", "library", "add", "--match"] + server + k)
         #expect(matched.status == 0, "\(matched.err)")
@@ -205,18 +204,16 @@ struct RemoteCLITests {
     /// A catalog author's whole path: an author key, `catalog sign`, `catalog display` showing
     /// the signer, `remote catalog push` to two boxes at once (one of which refuses the admin
     /// call from an operator key), `list`, `disable`, `remove`.
-    @Test func signAndPushToTwoBoxes() throws {
-        let one = try DaemonHarness(), two = try DaemonHarness()
+    @Test func signAndPushToTwoBoxes() async throws {
+        let one = try await DaemonHarness(), two = try await DaemonHarness()
         let dir = one.directory.path
-        let adminKey = dir + "/admin.key"
-        try CurveKeyFile.writeSecret(try #require(one.clientKeys[.admin]), to: adminKey, comment: "test admin")
+        let adminKey = try keyFile(one, .admin)
         // The same admin key for the second box: allow it there too.
         try (DaemonHarness.allowList([(one.clientKeys[.admin]!, "admin", .admin)]))
             .write(to: two.allowListURL, atomically: true, encoding: .utf8)
-        Thread.sleep(forTimeInterval: 1.5)  // the allow-list is re-read within a second
+        try await eventually("box two re-reads its allow-list") { two.log.contains("allow-list re-read") }
 
-        let catalog = dir + "/show.earcat"
-        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let catalog = try fixtureCatalog(in: one, named: "show.earcat")
         let keygen = try earshot(["keygen", "--author", "-o", dir + "/studio"])
         #expect(keygen.status == 0 && keygen.out.contains("studio.author.key"), "\(keygen.err)")
         let sign = try earshot(["catalog", "sign", "-c", catalog, "--key", dir + "/studio.author.key"])
@@ -246,24 +243,20 @@ struct RemoteCLITests {
 
     /// A catalog the box could not load is listed FAILED with its signer unknown (not "unsigned"),
     /// and removing it says what it was, without a version it never had.
-    @Test func aFailedCatalogHasNoSignerOrVersionToShow() throws {
-        let daemon = try DaemonHarness()
+    @Test func aFailedCatalogHasNoSignerOrVersionToShow() async throws {
+        let daemon = try await DaemonHarness()
         let dir = daemon.directory.path
-        let adminKey = dir + "/admin.key"
-        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: adminKey, comment: "test admin")
-        let signed = dir + "/flip.earcat"
-        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: signed))
+        let adminKey = try keyFile(daemon, .admin)
+        let signed = try fixtureCatalog(in: daemon, named: "flip.earcat")
         _ = try earshot(["keygen", "--author", "-o", dir + "/studio"])
         #expect(try earshot(["catalog", "sign", "-c", signed, "--key", dir + "/studio.author.key"]).status == 0)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: signed)))
         bytes[bytes.count / 2] ^= 0xFF
         try Data(bytes).write(to: daemon.directory.appendingPathComponent("state/catalogs/flip.earcat"))
         let k = ["--server", daemon.rpcEndpoint, "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", adminKey]
-        var list = try earshot(["remote", "catalog", "list"] + k)
-        for _ in 0..<20 where !list.out.contains("FAILED") {
-            Thread.sleep(forTimeInterval: 0.25)
-            list = try earshot(["remote", "catalog", "list"] + k)
-        }
+        let list = try await eventually("the damaged catalog is listed FAILED", every: .milliseconds(250), {
+            try earshot(["remote", "catalog", "list"] + k)
+        }, until: { $0.out.contains("FAILED") })
         let row = try #require(list.out.split(separator: "\n").first { $0.hasPrefix("flip ") }, "\(list.out)")
         #expect(row.contains("FAILED") && !row.contains("unsigned") && row.hasSuffix(" -"), "\(row)")
         let describe = try earshot(["remote", "catalog", "describe", "flip"] + k)
@@ -276,13 +269,11 @@ struct RemoteCLITests {
     /// A push says how it ended once: one box's failure is the error alone, a fleet's table cuts a
     /// long refusal and prints it whole below, `--json` carries every outcome, and progress at
     /// 100 % says the bytes are all sent rather than "0 B/s, ETA -".
-    @Test func pushOutcomesAreSaidOnceAndFitTheTable() throws {
-        let one = try DaemonHarness(), two = try DaemonHarness()
+    @Test func pushOutcomesAreSaidOnceAndFitTheTable() async throws {
+        let one = try await DaemonHarness(), two = try await DaemonHarness()
         let dir = one.directory.path
-        let adminKey = dir + "/admin.key"
-        try CurveKeyFile.writeSecret(try #require(one.clientKeys[.admin]), to: adminKey, comment: "test admin")
-        let catalog = dir + "/show.earcat"
-        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let adminKey = try keyFile(one, .admin)
+        let catalog = try fixtureCatalog(in: one, named: "show.earcat")
         let keyOne = try #require(one.serverPublicKey), keyTwo = try #require(two.serverPublicKey)
 
         // Box two does not know this admin key.
@@ -323,7 +314,7 @@ struct RemoteCLITests {
     /// as for a program reading `--json`), and SIGTERM ends them cleanly: status 0, every line
     /// written whole.
     @Test func followingCommandsWriteEachLineAsItComesAndEndCleanlyOnSIGTERM() async throws {
-        let daemon = try DaemonHarness()
+        let daemon = try await DaemonHarness()
         let k = try keys(daemon)
         let server = ["--server", daemon.rpcEndpoint, "--timeout", "60"]
         let commands: [[String]] = [
@@ -336,14 +327,14 @@ struct RemoteCLITests {
         for command in commands {
             let name = command.joined(separator: " ")
             let running = try FollowingCommand(try earshotPath(), command + server + k)
-            #expect(await running.waitForLines(1, seconds: 20), "\(name): no line reached the pipe in 20 s while it ran")
+            try await running.waitForLines(1, "\(name): a line reaches the pipe while it runs")
             if command.starts(with: ["remote", "library", "watch"]) {
                 // A change committed now is on the pipe within moments, not at the end.
                 let before = running.lines.withLock { $0.count }
                 let client = try daemon.client(.operator)
                 defer { client.close() }
                 _ = try await Lib.add(client, [Lib.new(title: "kept")])
-                #expect(await running.waitForLines(before + 1, seconds: 5), "\(name): the added item's line did not come")
+                try await running.waitForLines(before + 1, "\(name): the added item's line comes")
             }
             #expect(running.process.isRunning, "\(name) ended by itself")
             kill(running.process.processIdentifier, SIGTERM)
@@ -359,6 +350,57 @@ struct RemoteCLITests {
         }
     }
 
+    /// The harness's key pair for `role` written as a key file in the daemon's folder ("ROLE.key").
+    private func keyFile(_ daemon: DaemonHarness, _ role: ClientRole) throws -> String {
+        let keyFile = daemon.directory.appendingPathComponent("\(role.rawValue).key").path
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[role]), to: keyFile, comment: "test \(role.rawValue)")
+        return keyFile
+    }
+
+    /// The fixture's catalog written as `name` in the daemon's folder; its path.
+    private func fixtureCatalog(in daemon: DaemonHarness, named name: String) throws -> String {
+        let path = daemon.directory.appendingPathComponent(name).path
+        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Waits until the box follows the programme: its snapshot names piece 1 (what `remote state`
+    /// shows as now playing, and what a library add from the last match keeps).
+    private func waitUntilFollowing(_ daemon: DaemonHarness) async throws {
+        let client = try daemon.client(.viewer)
+        defer { client.close() }
+        try await eventually("the box follows the programme", every: .milliseconds(100)) {
+            try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()).currentMatch.mediaItem.id == "piece1"
+        }
+    }
+
+    /// The event subscriptions the box has taken so far.
+    private func subscriptionCount(_ daemon: DaemonHarness) async throws -> UInt64 {
+        let client = try daemon.client(.admin)
+        defer { client.close() }
+        return try await client.call(Methods.Health.getStats, Earshot_V1_GetStatsRequest()).counters["events_subscriptions", default: 0]
+    }
+
+    /// The established TCP connections of process `pid` to `port` on this machine (its sockets'
+    /// inodes in /proc/PID/fd, matched in /proc/net/tcp).
+    static func connections(of pid: Int32, toPort port: Int) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let inodes = Set(fds.compactMap { fd -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst("socket:[".count).dropLast())
+        })
+        var count = 0
+        for line in (ProcFile.text("/proc/net/tcp") ?? "").split(separator: "\n").dropFirst() {
+            // sl, local address, remote address (hex ip:port), state (01: ESTABLISHED), …, inode (10th)
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, fields[3] == "01", fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) == port,
+                  inodes.contains(String(fields[9])) else { continue }
+            count += 1
+        }
+        return count
+    }
+
     private func earshotPath() throws -> String {
         ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
     }
@@ -366,17 +408,15 @@ struct RemoteCLITests {
     /// A box that refuses the client's key, a wrong server key and no box at all: `remote
     /// catalog push` and `remote match` each end within their --timeout (a refusal at once),
     /// say which it is, and exit 5; a push is not tried again when the box was never reached.
-    @Test func refusalsEndWithinTheTimeoutAndSayWhich() throws {
-        let daemon = try DaemonHarness()
+    @Test func refusalsEndWithinTheTimeoutAndSayWhich() async throws {
+        let daemon = try await DaemonHarness()
         let dir = daemon.directory.path
         let stranger = dir + "/stranger.key"
         try CurveKeyFile.writeSecret(try CurveKeyPair.generate(), to: stranger, comment: "not allowed")
         let wrongServer = dir + "/wrong-server.pub"
         try CurveKeyFile.writePublic(try CurveKeyPair.generate().publicKey, to: wrongServer, comment: "not the box's")
-        let admin = dir + "/admin.key"
-        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: admin, comment: "test admin")
-        let catalog = dir + "/show.earcat"
-        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let admin = try keyFile(daemon, .admin)
+        let catalog = try fixtureCatalog(in: daemon, named: "show.earcat")
         let serverKey = "--server-key=" + (try #require(daemon.serverPublicKey))
 
         let cases: [(arguments: [String], within: Double, says: String)] = [
@@ -403,12 +443,9 @@ struct RemoteCLITests {
     /// Ctrl-C in the middle of a push ends it at once with the one command that resumes it,
     /// quoted for the shell; that command, run by a shell, finishes the push.
     @Test func anInterruptedPushSaysHowToResume() async throws {
-        let daemon = try DaemonHarness()
-        let dir = daemon.directory.path
-        let admin = dir + "/admin.key"
-        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[.admin]), to: admin, comment: "test admin")
-        let catalog = dir + "/my show.earcat"
-        try Data(DaemonFixture.shared.catalogBytes).write(to: URL(fileURLWithPath: catalog))
+        let daemon = try await DaemonHarness()
+        let admin = try keyFile(daemon, .admin)
+        let catalog = try fixtureCatalog(in: daemon, named: "my show.earcat")
         // The box stops answering, so the push is under way when Ctrl-C comes.
         kill(daemon.process.processIdentifier, SIGSTOP)
         let push = Process(), errors = Pipe()
@@ -418,7 +455,8 @@ struct RemoteCLITests {
         push.standardOutput = FileHandle.nullDevice
         push.standardError = errors
         try push.run()
-        try await Task.sleep(for: .seconds(1.5))
+        let port = try #require(daemon.rpcEndpoint.split(separator: ":").last.flatMap { Int($0) })
+        try await eventually("the push connects to the stopped box") { Self.connections(of: push.processIdentifier, toPort: port) > 0 }
         kill(push.processIdentifier, SIGINT)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         push.waitUntilExit()
@@ -488,21 +526,14 @@ final class FollowingCommand: @unchecked Sendable {
         reader.start()
     }
 
-    /// Waits until `count` non-empty lines have come, for up to `seconds`.
-    func waitForLines(_ count: Int, seconds: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while lines.withLock({ $0.count }) < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return lines.withLock { $0.count } >= count
+    /// Waits until `count` non-empty lines have come.
+    func waitForLines(_ count: Int, _ what: String) async throws {
+        try await eventually(what) { lines.withLock { $0.count } >= count }
     }
 
     /// Waits for the process to end and its output to be read, for up to `seconds`; SIGKILL after.
     func finish(seconds: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        var ended = false
-        while !ended, Date() < deadline {
-            ended = done.wait(timeout: .now()) == .success
-            if !ended { try? await Task.sleep(for: .milliseconds(20)) }
-        }
+        let ended = (try? await eventually("the command ends", within: .seconds(seconds)) { done.wait(timeout: .now()) == .success }) != nil
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         return ended

@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -37,7 +38,7 @@ struct VersionTests {
     }
 
     @Test func thePythonClientSaysIt() throws {
-        let python = ConfigurationTests.packageRoot.appendingPathComponent("clients/python")
+        let python = Repository.root.appendingPathComponent("clients/python")
         let pyproject = try String(contentsOf: python.appendingPathComponent("pyproject.toml"), encoding: .utf8)
         // The [project] table's `version = "…"`.
         let project = try #require(pyproject.components(separatedBy: "\n[").first { $0.hasPrefix("project]") || $0.hasPrefix("[project]") })

@@ -6,45 +6,12 @@ import EarshotTestSupport
 import Foundation
 import Testing
 
-/// The one verifier: digests, signatures, trust; and the crypto wrappers it stands on.
+/// The one verifier: digests, signatures, trust. (The crypto wrappers it stands on are
+/// EarshotCryptoTests'.)
 struct CatalogCheckTests {
-    @Test func cryptoWrappersMatchKnownAnswers() throws {
-        // FIPS 180-2's "abc".
-        #expect(SHA256.hex(Array("abc".utf8).withUnsafeBytes { SHA256.hash($0) })
-                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        // Z85's specification example (RFC 32).
-        #expect(Z85.encode([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B]) == "HelloWorld")
-        #expect(Z85.decode("HelloWorld") == [0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B])
-        #expect(Z85.decode("Hello") != nil && Z85.decode("Hell") == nil && Z85.decode("He~lo") == nil)
-        let key = Ed25519.SigningKey()
-        let message = Array("catalog".utf8)
-        let signature = key.sign(message)
-        #expect(Ed25519.isValid(signature: signature, of: message, by: key.publicKey))
-        #expect(!Ed25519.isValid(signature: signature, of: message + [0], by: key.publicKey))
-        #expect(Ed25519.SigningKey(seed: key.seed)?.publicKey == key.publicKey)
-    }
-
-    @Test func authorKeyFilesRoundTripAndBadLinesAreNamed() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID())").path
-        try Directory.create(dir)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let key = Ed25519.SigningKey()
-        try AuthorKeyFile.writeSigningKey(key, to: dir + "/a.author.key", comment: "test")
-        try AuthorKeyFile.writePublicKey(key, name: "studio", to: dir + "/a.author.pub", comment: "test")
-        #expect(try AuthorKeyFile.readSigningKey(dir + "/a.author.key").publicKey == key.publicKey)
-        #expect(try AuthorKeyFile.readTrustedAuthors(dir + "/a.author.pub") == [.init(publicKey: key.publicKey, name: "studio")])
-        do {
-            _ = try AuthorKeyFile.parseTrustedAuthors("# ok\n\nnot-a-key studio\n", source: "authors")
-            Issue.record("a bad line was accepted")
-        } catch {
-            #expect(error.message.hasPrefix("authors:3:"))
-        }
-    }
-
     @Test func verifyChecksDigestSignatureAndTrust() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID())").path
-        try Directory.create(dir)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let folder = try TemporaryDirectory("earshot-check")
+        let dir = folder.path
         let body = try SyntheticCatalog.make().dataRepresentation()
         let author = Ed25519.SigningKey(), stranger = Ed25519.SigningKey()
         let bodyDigest = body.withUnsafeBytes { SHA256.hash($0) }

@@ -11,8 +11,8 @@ import Testing
 struct CatalogFileTests {
     @Test func mappedFileOpensAndLooksUp() throws {
         let data = try SyntheticCatalog.make().dataRepresentation()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("t-\(UUID()).earcat").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try TemporaryDirectory("earshot-catalog")
+        let path = folder.path("t.earcat")
         try AtomicFile.write(data, to: path)
         let mapped = try MappedCatalog(contentsOf: path, verification: .full)
         #expect(mapped.referenceCount == 3)
@@ -35,8 +35,8 @@ struct CatalogFileTests {
 
     @Test func fullVerificationStopsWhenAsked() throws {
         let data = try SyntheticCatalog.make().dataRepresentation()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stop-\(UUID()).earcat").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try TemporaryDirectory("earshot-catalog")
+        let path = folder.path("stop.earcat")
         try AtomicFile.write(data, to: path)
         do {
             _ = try MappedCatalog(contentsOf: path, shouldStop: { true })
@@ -52,9 +52,8 @@ struct CatalogFileTests {
     /// for reading would wait for a writer forever. (Should the open block after all, a writer
     /// shows up after five seconds, so the test fails instead of hanging.)
     @Test func nonRegularFilesAreRefusedWithoutBlocking() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let folder = try TemporaryDirectory("earshot-fifo")
+        let dir = folder.path
         let fifo = dir + "/x.earcat"
         #expect(mkfifo(fifo, 0o644) == 0)
         let link = dir + "/link.earcat"
@@ -80,7 +79,8 @@ struct CatalogFileTests {
     }
 
     @Test func missingEmptyAndDirectoryPathsNameTheProblem() throws {
-        let dir = FileManager.default.temporaryDirectory.path
+        let folder = try TemporaryDirectory("earshot-catalog")
+        let dir = folder.path
         for (path, reason) in [("/nonexistent/x.earcat", "No such file"), (dir, "not a regular file")] {
             do {
                 _ = try MappedCatalog(contentsOf: path)
@@ -90,9 +90,7 @@ struct CatalogFileTests {
                 #expect(error.message.contains(reason))
             }
         }
-        let empty = dir + "/empty-\(UUID()).earcat"
-        _ = FileManager.default.createFile(atPath: empty, contents: Data())
-        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let empty = try folder.write("empty.earcat", [])
         #expect(throws: EarshotError.catalogInvalid("\(empty): file is empty")) { try MappedCatalog(contentsOf: empty) }
     }
 }

@@ -12,9 +12,9 @@ import Testing
 /// loses its transaction only.
 @Suite struct LibraryDamageTests {
     typealias F = LibraryFixture
-    let scratch: LibraryScratch
+    let scratch: TemporaryDirectory
 
-    init() throws { scratch = try LibraryScratch() }
+    init() throws { scratch = try TemporaryDirectory("earshot-library") }
 
     static let stamp = "20250102T030405Z"
 
@@ -99,8 +99,8 @@ import Testing
             try raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             #expect(try raw.quickCheck().isEmpty)
         }
-        try #require(!LibraryScratch.exists(path + "-wal") && !LibraryScratch.exists(path + "-shm"))
-        try #require(LibraryScratch.read(path).count >= 40 * 4096)
+        try #require(!LibraryFile.exists(path + "-wal") && !LibraryFile.exists(path + "-shm"))
+        try #require(LibraryFile.read(path).count >= 40 * 4096)
         return items
     }
 
@@ -110,11 +110,11 @@ import Testing
         let aside = try LibraryDatabase.setAside(path, stamp: Self.stamp)
         #expect(aside == path + ".damaged-" + Self.stamp)
         for suffix in ["", "-wal", "-shm"] {
-            #expect(!LibraryScratch.exists(path + suffix), "\(suffix) moved")
+            #expect(!LibraryFile.exists(path + suffix), "\(suffix) moved")
             if let bytes = files[suffix] {
-                #expect(try LibraryScratch.read(aside + suffix) == bytes, "\(suffix) byte-identical")
+                #expect(try LibraryFile.read(aside + suffix) == bytes, "\(suffix) byte-identical")
             } else {
-                #expect(!LibraryScratch.exists(aside + suffix), "no \(suffix)")
+                #expect(!LibraryFile.exists(aside + suffix), "no \(suffix)")
             }
         }
         let fresh = try LibraryDatabase(path: path)
@@ -123,29 +123,29 @@ import Testing
         #expect(try fresh.add([F.entry(1, seed: 1)], owner: "alice", nowMs: 1).owner.version == 1)
         #expect(fresh.ownerHash("alice") != "")
         // The damaged file is still there, as it was.
-        #expect(try LibraryScratch.read(aside) == files[""])
+        #expect(try LibraryFile.read(aside) == files[""])
     }
 
     /// The files next to `path` that the open left, with their bytes.
     func files(_ path: String) throws -> [String: [UInt8]] {
         var out: [String: [UInt8]] = [:]
-        for suffix in ["", "-wal", "-shm"] where LibraryScratch.exists(path + suffix) {
-            out[suffix] = try LibraryScratch.read(path + suffix)
+        for suffix in ["", "-wal", "-shm"] where LibraryFile.exists(path + suffix) {
+            out[suffix] = try LibraryFile.read(path + suffix)
         }
         return out
     }
 
     @Test(arguments: Damage.allCases)
     func aDamagedFileFailsWithDataLossAndIsSetAside(damage: Damage) throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         _ = try Self.makeValid(path)
-        let damaged = try damage.apply(to: LibraryScratch.read(path))
-        try LibraryScratch.write(damaged, to: path)
+        let damaged = try damage.apply(to: LibraryFile.read(path))
+        try LibraryFile.write(damaged, to: path)
 
         #expect(F.failure { _ = try LibraryDatabase(path: path) } == .dataLoss)
         #expect(F.failure { _ = try LibraryDatabase(path: path, readOnly: true) } == .dataLoss)
         // The failed opens changed nothing: the damaged file is left for setAside.
-        #expect(try LibraryScratch.read(path) == damaged)
+        #expect(try LibraryFile.read(path) == damaged)
         let left = try files(path)
         #expect((left["-wal"] ?? []).isEmpty, "no WAL content appeared")
         try setAsideAndStartOver(path, expecting: left)
@@ -154,8 +154,8 @@ import Testing
     @Test func aZeroLengthFileIsAnEmptyDatabase() throws {
         // SQLite treats an empty file as an empty database: it is not damage, and the library
         // creates its schema in it.
-        let path = scratch.path()
-        try LibraryScratch.write([], to: path)
+        let path = scratch.path("library.db")
+        try LibraryFile.write([], to: path)
         let added: [LibraryItem]
         do {
             let db = try LibraryDatabase(path: path)
@@ -163,7 +163,7 @@ import Testing
             #expect(try db.owners().isEmpty)
             added = try db.add([F.entry(1, seed: 1)], owner: "alice", nowMs: 1).items
         }
-        #expect(try LibraryScratch.read(path).count > 0)
+        #expect(try LibraryFile.read(path).count > 0)
         #expect(try F.all(LibraryDatabase(path: path, readOnly: true), owner: "alice") == added)
     }
 
@@ -171,15 +171,15 @@ import Testing
         // quick_check does not read record contents, and SQLite keeps no checksums: a flipped
         // bit inside an item's body is not found at open. What the damage can reach is that one
         // value; every other item reads back as it was.
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         let items = try Self.makeValid(path)
-        var bytes = try LibraryScratch.read(path)
+        var bytes = try LibraryFile.read(path)
         let target = items[150].entry.body
         let needle = Array(target.prefix(64))
         let at = try #require(Self.find(needle, in: bytes))
         try #require(Self.find(needle, in: bytes, from: at + 1) == nil, "the body is stored once")
         bytes[at + 10] ^= 0x01
-        try LibraryScratch.write(bytes, to: path)
+        try LibraryFile.write(bytes, to: path)
 
         let db = try LibraryDatabase(path: path, readOnly: true)
         let after = try F.all(db, owner: "alice")
@@ -206,16 +206,16 @@ import Testing
         let writer = try LibraryDatabase(path: original)
         let commit = try writer.add((0..<5).map { F.entry(Int64(10_000 + $0), size: 200, seed: 5000 + $0) }, owner: "alice", nowMs: 2)
         // Committed and synced; copied while the writer is still open (nothing checkpointed yet).
-        let wal = try LibraryScratch.read(original + "-wal")
+        let wal = try LibraryFile.read(original + "-wal")
         try #require(wal.count > 32 + 24 + 4096, "the transaction is in the WAL")
-        try LibraryScratch.copy(original, to: path)
-        try LibraryScratch.write(wal, to: path + "-wal")
+        try LibraryFile.copy(original, to: path)
+        try LibraryFile.write(wal, to: path + "-wal")
         withExtendedLifetime(writer) {}
         return (checkpointed, commit.items, commit.owner)
     }
 
     @Test func aWALWithCommittedDataIsRecoveredNotDamage() throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         let (checkpointed, inWAL, owner) = try crashed(path)
         do {
             let reader = try LibraryDatabase(path: path, readOnly: true)
@@ -229,13 +229,13 @@ import Testing
     }
 
     @Test func aDamagedWALFrameLosesItsTransactionOnly() throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         let (checkpointed, _, owner) = try crashed(path)
         // A bit of the first frame's page: its checksum no longer holds, so neither it nor any
         // frame after it counts; the database is as it was before that transaction.
-        var wal = try LibraryScratch.read(path + "-wal")
+        var wal = try LibraryFile.read(path + "-wal")
         wal[32 + 24 + 200] ^= 0x04
-        try LibraryScratch.write(wal, to: path + "-wal")
+        try LibraryFile.write(wal, to: path + "-wal")
         let db = try LibraryDatabase(path: path)
         #expect(try F.all(db, owner: "alice") == checkpointed)
         #expect(try db.owner(named: "alice").version == owner.version - 1)
@@ -243,12 +243,12 @@ import Testing
     }
 
     @Test func aDamagedPageBesideACommittedWALIsSetAsideWithTheWAL() throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         _ = try crashed(path)
-        var bytes = try LibraryScratch.read(path)
+        var bytes = try LibraryFile.read(path)
         let pageSize = Self.pageSize(bytes)
         // Pages the WAL holds mask the file's; damage one it does not hold.
-        var wal = try LibraryScratch.read(path + "-wal")
+        var wal = try LibraryFile.read(path + "-wal")
         var inWAL = Set<Int>()
         var frame = 32
         while frame + 24 + pageSize <= wal.count {
@@ -258,38 +258,38 @@ import Testing
         let pages = bytes.count / pageSize
         let page = try #require((2...pages).reversed().first { !inWAL.contains($0) && [2, 5, 10, 13].contains(bytes[($0 - 1) * pageSize]) })
         bytes[(page - 1) * pageSize] ^= 0x80
-        try LibraryScratch.write(bytes, to: path)
-        wal = try LibraryScratch.read(path + "-wal")
+        try LibraryFile.write(bytes, to: path)
+        wal = try LibraryFile.read(path + "-wal")
 
         #expect(F.failure { _ = try LibraryDatabase(path: path) } == .dataLoss)
-        #expect(try LibraryScratch.read(path) == bytes, "the WAL was not checkpointed into the damaged file")
-        #expect(try LibraryScratch.read(path + "-wal") == wal, "the WAL with the last transaction is kept")
+        #expect(try LibraryFile.read(path) == bytes, "the WAL was not checkpointed into the damaged file")
+        #expect(try LibraryFile.read(path + "-wal") == wal, "the WAL with the last transaction is kept")
         try setAsideAndStartOver(path, expecting: try files(path))
     }
 
     @Test func setAsideNeverReplacesAnEarlierSetAsideFile() throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         let first = Array("the first damaged file".utf8)
-        try LibraryScratch.write(first, to: path)
-        try LibraryScratch.write([7], to: path + "-wal")
+        try LibraryFile.write(first, to: path)
+        try LibraryFile.write([7], to: path + "-wal")
         let aside = try LibraryDatabase.setAside(path, stamp: Self.stamp)
         // Damaged again within the same stamp: refused, and neither file is lost.
         let second = Array("the second damaged file".utf8)
-        try LibraryScratch.write(second, to: path)
+        try LibraryFile.write(second, to: path)
         #expect(throws: SystemError.self) { try LibraryDatabase.setAside(path, stamp: Self.stamp) }
-        #expect(try LibraryScratch.read(aside) == first && LibraryScratch.read(aside + "-wal") == [7])
-        #expect(try LibraryScratch.read(path) == second)
+        #expect(try LibraryFile.read(aside) == first && LibraryFile.read(aside + "-wal") == [7])
+        #expect(try LibraryFile.read(path) == second)
         // Only an aside WAL of that stamp in the way: refused before anything moves.
         try FileManager.default.removeItem(atPath: aside)
         #expect(throws: SystemError.self) { try LibraryDatabase.setAside(path, stamp: Self.stamp) }
-        #expect(try LibraryScratch.read(path) == second && !LibraryScratch.exists(aside))
+        #expect(try LibraryFile.read(path) == second && !LibraryFile.exists(aside))
         // Another stamp is fine.
-        #expect(try LibraryScratch.read(LibraryDatabase.setAside(path, stamp: "later")) == second)
+        #expect(try LibraryFile.read(LibraryDatabase.setAside(path, stamp: "later")) == second)
     }
 
     @Test func setAsideWithoutWALMovesTheFileAlone() throws {
-        let path = scratch.path()
-        try LibraryScratch.write(Array("not a database".utf8), to: path)
+        let path = scratch.path("library.db")
+        try LibraryFile.write(Array("not a database".utf8), to: path)
         try setAsideAndStartOver(path, expecting: ["": Array("not a database".utf8)])
         #expect(try scratch.names().filter { $0.contains("damaged") } == ["library.db.damaged-\(Self.stamp)"])
     }

@@ -7,19 +7,8 @@ import Testing
 
 /// A folder of its own for one test's database files, removed with everything in it when the
 /// test's suite instance goes (Swift Testing makes one per test, and per argument).
-final class LibraryScratch: Sendable {
-    let folder: String
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("library-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String = "library.db") -> String { folder + "/" + name }
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
-    /// The names in the folder, sorted.
-    func names() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: folder).sorted() }
-
+/// Whole-file reads and writes for the library tests (in a `TemporaryDirectory`).
+enum LibraryFile {
     static func read(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
     static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
@@ -108,9 +97,9 @@ enum LibraryFixture {
 /// and read-only instances.
 @Suite struct LibraryDatabaseTests {
     typealias F = LibraryFixture
-    let scratch: LibraryScratch
+    let scratch: TemporaryDirectory
 
-    init() throws { scratch = try LibraryScratch() }
+    init() throws { scratch = try TemporaryDirectory("earshot-library") }
 
     func open(_ name: String = "library.db", limits: LibraryLimits = LibraryLimits(), maximumDatabaseBytes: Int? = nil,
               readOnly: Bool = false) throws -> LibraryDatabase {
@@ -409,23 +398,23 @@ enum LibraryFixture {
         _ = try db.deleteOwner("alice", nowMs: 3)
         #expect(try F.all(db, owner: "alice", jazz).isEmpty)
         #expect(try F.all(db, owner: "bob", jazz).count == 1)
-        let raw = try SQLiteConnection(path: scratch.path(), mode: .readOnly)
+        let raw = try SQLiteConnection(path: scratch.path("library.db"), mode: .readOnly)
         #expect(try raw.scalar("SELECT count(*) FROM item_properties") == .integer(1), "only bob's one property is left")
     }
 
     /// A writer that checkpoints between writes (as the daemon's does) keeps the WAL short, also
     /// while a second connection reads.
     @Test func checkpointsBetweenWritesKeepTheWALShort() throws {
-        let writer = try LibraryDatabase(path: scratch.path(), callerCheckpoints: true)
-        let reader = try LibraryDatabase(path: scratch.path(), readOnly: true, verify: false)
+        let writer = try LibraryDatabase(path: scratch.path("library.db"), callerCheckpoints: true)
+        let reader = try LibraryDatabase(path: scratch.path("library.db"), readOnly: true, verify: false)
         var largest = 0
         for i in 0..<1500 {
             _ = try writer.add([F.entry(Int64(i), size: 2000, seed: i)], owner: "alice", nowMs: Int64(i))
             if i % 10 == 0 { _ = try reader.items(owner: "alice", LibraryQuery(limit: 50)) }
             if i % 100 == 99 { try writer.checkpoint() }
-            largest = max(largest, Int(FileIdentity(path: scratch.path() + "-wal")?.size ?? 0))
+            largest = max(largest, Int(FileIdentity(path: scratch.path("library.db") + "-wal")?.size ?? 0))
         }
-        let database = Int(FileIdentity(path: scratch.path())?.size ?? 0)
+        let database = Int(FileIdentity(path: scratch.path("library.db"))?.size ?? 0)
         print("WAL at most \(largest) bytes; database \(database) bytes")
         #expect(database > 1500 * 2000, "the items were checkpointed into the database file")
         // 1500 writes without checkpoints would leave a WAL of some 60 MB; 100 writes between them
@@ -629,7 +618,7 @@ enum LibraryFixture {
         #expect(try db.changes(owner: "alice", after: 0) == nil)
         #expect(try db.changes(owner: "bob", after: 0)?.count == 1, "another owner's log is its own")
         // The log is trimmed in the file, not only hidden.
-        let raw = try SQLiteConnection(path: scratch.path(), mode: .readOnly)
+        let raw = try SQLiteConnection(path: scratch.path("library.db"), mode: .readOnly)
         #expect(try raw.scalar("SELECT count(*) FROM changes WHERE owner = 'alice'") == .integer(3))
     }
 
@@ -671,7 +660,7 @@ enum LibraryFixture {
         }
         #expect(items.count == 19 && owners.count == 2)
         // Closed cleanly: everything was checkpointed into the one file.
-        #expect(!LibraryScratch.exists(scratch.path() + "-wal"))
+        #expect(!LibraryFile.exists(scratch.path("library.db") + "-wal"))
         let db = try open()
         #expect(try db.schemaVersion() == LibrarySchema.currentVersion)
         #expect(try db.owners() == owners)
@@ -685,7 +674,7 @@ enum LibraryFixture {
         let db = try open()
         let added = try db.add([F.entry(1, seed: 1)], owner: "alice", nowMs: 1)
         // Committed means visible to anyone reading the file, before the writer closes.
-        let raw = try SQLiteConnection(path: scratch.path(), mode: .readOnly)
+        let raw = try SQLiteConnection(path: scratch.path("library.db"), mode: .readOnly)
         #expect(try raw.scalar("SELECT id FROM items") == .text(added.items[0].id))
         #expect(try raw.scalar("PRAGMA journal_mode") == .text("wal"))
     }
@@ -700,8 +689,8 @@ enum LibraryFixture {
         let aliceItems = try F.all(db, owner: "alice")
         let backup = scratch.path("backup.db")
         try db.backup(to: backup)
-        #expect(!LibraryScratch.exists(backup + ".partial") && !LibraryScratch.exists(backup + "-wal"))
-        let backupBytes = try LibraryScratch.read(backup)
+        #expect(!LibraryFile.exists(backup + ".partial") && !LibraryFile.exists(backup + "-wal"))
+        let backupBytes = try LibraryFile.read(backup)
         #expect(backupBytes.count > 300 * 300)
         #expect(backupBytes[18] == 1 && backupBytes[19] == 1, "the copy is in rollback-journal mode: one self-contained file")
 
@@ -713,7 +702,7 @@ enum LibraryFixture {
         #expect(try db.owner(named: "alice").itemCount == 0)
 
         // The copy holds the state when it was made, and opens as a library database.
-        #expect(try LibraryScratch.read(backup) == backupBytes, "the backup file is not touched by later writes")
+        #expect(try LibraryFile.read(backup) == backupBytes, "the backup file is not touched by later writes")
         do {
             let copy = try LibraryDatabase(path: backup, readOnly: true)
             #expect(try copy.owners() == owners)
@@ -788,7 +777,7 @@ enum LibraryFixture {
             items = try F.all(db, owner: "alice")
             owner = added.owner
         }
-        let size = try LibraryScratch.read(scratch.path()).count
+        let size = try LibraryFile.read(scratch.path("library.db")).count
         do {
             // A limit below the file's size: nothing more fits (SQLite keeps the pages it has).
             let db = try open(maximumDatabaseBytes: 4096)
@@ -801,7 +790,7 @@ enum LibraryFixture {
             #expect(try db.owners() == [owner])
             #expect(try db.changes(owner: "alice", after: 0)?.count == 1)
         }
-        #expect(try LibraryScratch.read(scratch.path()).count == size, "the file did not grow")
+        #expect(try LibraryFile.read(scratch.path("library.db")).count == size, "the file did not grow")
         // Without the limit the same add works: the limit belongs to the instance, not the file.
         let db = try open()
         #expect(try F.all(db, owner: "alice") == items)
@@ -821,7 +810,7 @@ enum LibraryFixture {
             owner = try db.owner(named: "alice")
             hash = db.ownerHash("alice")
         }
-        let before = try LibraryScratch.read(scratch.path())
+        let before = try LibraryFile.read(scratch.path("library.db"))
         do {
             let reader = try open(readOnly: true)
             #expect(try reader.schemaVersion() == LibrarySchema.currentVersion)
@@ -836,7 +825,7 @@ enum LibraryFixture {
             #expect(try reader.owners() == [owner])
             #expect(try F.all(reader, owner: "alice") == items)
         }
-        #expect(try LibraryScratch.read(scratch.path()) == before, "a reader alone leaves the file as it was")
+        #expect(try LibraryFile.read(scratch.path("library.db")) == before, "a reader alone leaves the file as it was")
 
         // Beside a writer: the reader sees each commit.
         let writer = try open()

@@ -1,4 +1,5 @@
 import EarshotStore
+import EarshotTestSupport
 import Foundation
 import SQLite
 import Testing
@@ -8,9 +9,9 @@ import Testing
 /// left as it is.
 @Suite struct LibraryMigrationTests {
     typealias F = LibraryFixture
-    let scratch: LibraryScratch
+    let scratch: TemporaryDirectory
 
-    init() throws { scratch = try LibraryScratch() }
+    init() throws { scratch = try TemporaryDirectory("earshot-library") }
 
     /// The versions `seed` has representative rows for. A new migration adds its rows there
     /// (and raises this), so its tables are exercised by the databases built for later versions.
@@ -85,14 +86,14 @@ import Testing
 
     @Test(arguments: 0..<Int(LibrarySchema.currentVersion))
     func anEarlierVersionOpensMigratedWithItsRows(version k: Int) throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         try Self.build(path, version: k)
         #expect(try Self.userVersion(path) == Int64(k))
 
         // A read-only instance cannot migrate: it refuses the old version and changes nothing.
-        let before = try LibraryScratch.read(path)
+        let before = try LibraryFile.read(path)
         #expect(F.failure { _ = try LibraryDatabase(path: path, readOnly: true) } == .unavailable)
-        #expect(try LibraryScratch.read(path) == before)
+        #expect(try LibraryFile.read(path) == before)
 
         let hash: String
         do {
@@ -159,7 +160,7 @@ import Testing
     }
 
     @Test func aFailedMigrationStepIsRolledBack() throws {
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         try Self.build(path, version: 1)
         // A table in the way of migration 2: the step fails as a whole and the version stays 1.
         try SQLiteConnection(path: path).execute("CREATE TABLE changes (x)")
@@ -172,7 +173,7 @@ import Testing
 
     @Test func aNewerVersionIsRefusedAndLeftByteIdentical() throws {
         // Written by this release (WAL), then marked as from a newer one.
-        let path = scratch.path()
+        let path = scratch.path("library.db")
         do {
             let db = try LibraryDatabase(path: path)
             _ = try db.add([F.entry(1, seed: 1)], owner: "alice", nowMs: 1)
@@ -182,14 +183,14 @@ import Testing
             try raw.setUserVersion(LibrarySchema.currentVersion + 1)
         }
         #expect(try scratch.names() == ["library.db"])
-        let bytes = try LibraryScratch.read(path)
+        let bytes = try LibraryFile.read(path)
         for readOnly in [false, true] {
             #expect(F.failure { _ = try LibraryDatabase(path: path, readOnly: readOnly) } == .unavailable)
-            #expect(try LibraryScratch.read(path) == bytes, "readOnly \(readOnly)")
+            #expect(try LibraryFile.read(path) == bytes, "readOnly \(readOnly)")
             // SQLite may leave an empty WAL and its index (a reader cannot delete them): nothing
             // in them, and nothing written to the file.
             #expect(try scratch.names().allSatisfy { ["library.db", "library.db-wal", "library.db-shm"].contains($0) })
-            #expect(try !LibraryScratch.exists(path + "-wal") || LibraryScratch.read(path + "-wal").isEmpty, "readOnly \(readOnly)")
+            #expect(try !LibraryFile.exists(path + "-wal") || LibraryFile.read(path + "-wal").isEmpty, "readOnly \(readOnly)")
         }
 
         // A rollback-journal database from a newer release: not even switched to WAL.
@@ -199,10 +200,10 @@ import Testing
             try raw.execute("CREATE TABLE future (x); INSERT INTO future VALUES (1)")
             try raw.setUserVersion(LibrarySchema.currentVersion + 5)
         }
-        let otherBytes = try LibraryScratch.read(other)
+        let otherBytes = try LibraryFile.read(other)
         #expect(otherBytes[18] == 1 && otherBytes[19] == 1)
         #expect(F.failure { _ = try LibraryDatabase(path: other) } == .unavailable)
-        #expect(try LibraryScratch.read(other) == otherBytes)
+        #expect(try LibraryFile.read(other) == otherBytes)
         #expect(try Self.userVersion(other) == LibrarySchema.currentVersion + 5)
     }
 }

@@ -8,7 +8,12 @@ import Testing
 
 /// The upload area on its own: offsets, limits, what survives a restart, expiry.
 struct UploadAreaTests {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("uploads-\(UUID())").path
+    let scratch: TemporaryDirectory
+    /// The area's folder, which it makes.
+    var folder: String { scratch.path("uploads") }
+
+    init() throws { scratch = try TemporaryDirectory("earshot-uploads") }
+
     static let bytes: [UInt8] = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
     static var digest: [UInt8] { bytes.withUnsafeBytes { SHA256.hash($0) } }
 

@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Synchronization
@@ -23,8 +24,8 @@ final class EventLog: Sendable {
     func on(_ topic: String) -> [Earshot_V1_EventEnvelope] { events.all.filter { $0.topic == topic } }
 
     /// Waits for the first heartbeat: from then on the subscription is known to be in place.
-    func waitForHeartbeat() async -> Bool {
-        await eventually { !on(Topics.heartbeat).isEmpty }
+    func waitForHeartbeat() async throws {
+        try await eventually("a heartbeat arrives") { !on(Topics.heartbeat).isEmpty }
     }
 }
 
@@ -44,8 +45,8 @@ final class EventLog: Sendable {
         }
         let allLog = EventLog(all)
         let oneLog = EventLog(sessionOne)
-        #expect(await allLog.waitForHeartbeat())
-        #expect(await oneLog.waitForHeartbeat())
+        try await allLog.waitForHeartbeat()
+        try await oneLog.waitForHeartbeat()
 
         let beforeMs = Int64(Date().timeIntervalSince1970 * 1000)
         for i in 1...3 {
@@ -61,7 +62,7 @@ final class EventLog: Sendable {
         #expect(heads[Topics.match + "s-10/"] == 1)
         #expect(heads[Topics.heartbeat].map { $0 >= 1 } == true)
 
-        #expect(await eventually { allLog.on(Topics.match + "s-1/").count == 2 && allLog.on(Topics.session).count == 3 })
+        try await eventually("allLog.on(Topics.match + \"s-1/\").count == 2 && allLog.on(Topics.session).count == 3") { allLog.on(Topics.match + "s-1/").count == 2 && allLog.on(Topics.session).count == 3 }
         let session = allLog.on(Topics.session)
         #expect(session.map(\.seq) == [1, 2, 3])  // the publisher's numbering wins over the filler's
         #expect(session.allSatisfy { $0.epoch == 42 && $0.health.status == .serving })
@@ -74,13 +75,13 @@ final class EventLog: Sendable {
 
         // The prefix filter with a trailing "/" does not match s-10.
         let matchesOfOne = { oneLog.events.all.filter { $0.topic != Topics.heartbeat } }
-        #expect(await eventually { matchesOfOne().count == 2 })
+        try await eventually("matchesOfOne().count == 2") { matchesOfOne().count == 2 }
         try await Task.sleep(for: .milliseconds(20))
         #expect(matchesOfOne().map(\.catalog.message) == ["one", "one again"])
         #expect(matchesOfOne().map(\.seq) == [1, 2])
 
         // The next heartbeat carries every head, and the global seq as of itself.
-        #expect(await eventually { allLog.on(Topics.heartbeat).contains { $0.heartbeat.heads[Topics.session] == 3 } })
+        try await eventually("allLog.on(Topics.heartbeat).contains { $0.heartbeat.heads[Topics.session] == 3 }") { allLog.on(Topics.heartbeat).contains { $0.heartbeat.heads[Topics.session] == 3 } }
         let beat = try #require(allLog.on(Topics.heartbeat).last)
         #expect(beat.heartbeat.heads[Topics.match + "s-10/"] == 1)
         #expect(beat.heartbeat.heads[Topics.heartbeat] == beat.seq)
@@ -117,15 +118,15 @@ final class EventLog: Sendable {
         let reader = try EventSubscriber(endpoint: endpoint, topics: ["earshot.v1/", Topics.match])
         let everything = try EventSubscriber(endpoint: endpoint, topics: [""])
         defer { [stranger, reader, everything].forEach { $0.close() } }
-        #expect(await eventually { publisher.statistics.ignoredSubscriptions == 10 })
-        #expect(await eventually { publisher.statistics.subscriptions == 3 })
+        try await eventually("publisher.statistics.ignoredSubscriptions == 10") { publisher.statistics.ignoredSubscriptions == 10 }
+        try await eventually("publisher.statistics.subscriptions == 3") { publisher.statistics.subscriptions == 3 }
         #expect(SubscriptionFilter(topics: [Topics.match]).maximumPerConnection == Topics.match.utf8.count + 1)
 
         let readerLog = EventLog(reader), everythingLog = EventLog(everything), strangerLog = EventLog(stranger)
-        #expect(await readerLog.waitForHeartbeat())
-        #expect(await everythingLog.waitForHeartbeat())
+        try await readerLog.waitForHeartbeat()
+        try await everythingLog.waitForHeartbeat()
         publisher.publish(topic: Topics.match) { $0.catalog.message = "m" }
-        #expect(await eventually { readerLog.on(Topics.match).count == 1 && everythingLog.on(Topics.match).count == 1 })
+        try await eventually("readerLog.on(Topics.match).count == 1 && everythingLog.on(Topics.match).count == 1") { readerLog.on(Topics.match).count == 1 && everythingLog.on(Topics.match).count == 1 }
         #expect(strangerLog.events.all.isEmpty)
         #expect(publisher.statistics.subscribersCutOff == 0)
     }
@@ -140,7 +141,7 @@ final class EventLog: Sendable {
         let reader = try EventSubscriber(endpoint: endpoint, topics: [Topics.match, Topics.heartbeat])
         defer { reader.close() }
         let readerLog = EventLog(reader)
-        #expect(await readerLog.waitForHeartbeat())
+        try await readerLog.waitForHeartbeat()
 
         // A raw SUB that keeps subscribing after it connected (libzmq stores every one).
         let flooder = try ZMQSocket(.sub)
@@ -150,12 +151,12 @@ final class EventLog: Sendable {
             try flooder.set(.subscribe, Array("x\(i)-".utf8) + [UInt8](repeating: 0x7A, count: 40))
             if i % 16 == 0 { try await Task.sleep(for: .milliseconds(1)) }
         }
-        #expect(await eventually { publisher.statistics.subscribersCutOff == 1 })
+        try await eventually("publisher.statistics.subscribersCutOff == 1") { publisher.statistics.subscribersCutOff == 1 }
         flooder.close()
         // The others never noticed.
         let before = readerLog.on(Topics.match).count
         publisher.publish(topic: Topics.match) { $0.catalog.message = "still here" }
-        #expect(await eventually { readerLog.on(Topics.match).count == before + 1 })
+        try await eventually("readerLog.on(Topics.match).count == before + 1") { readerLog.on(Topics.match).count == before + 1 }
     }
 
     @Test func stalledSubscriberDoesNotSlowOrBlockOthers() async throws {
@@ -175,21 +176,25 @@ final class EventLog: Sendable {
         try stalled.set(ZMQSocketOption<Int32>(ZMQ_RCVBUF, "ZMQ_RCVBUF"), 4096)
         try stalled.set(.subscribe, [])
         try stalled.connect(endpoint)
-        #expect(await eventually { (try? stalled.receive()) != nil })
+        try await eventually("(try? stalled.receive()) != nil") { (try? stalled.receive()) != nil }
 
         let active = try EventSubscriber(endpoint: endpoint, topics: [Topics.match, Topics.heartbeat], bufferLimit: 100_000)
         defer { active.close() }
         let progress = ConsumerProgress()
         let consumer = Task {
             var last: UInt64 = 0
-            for await event in active.events where event.topic == Topics.match {
+            for await event in active.events {
+                if event.topic == Topics.heartbeat { progress.heartbeats.add(1, ordering: .relaxed) }
+                guard event.topic == Topics.match else { continue }
                 if event.seq != last + 1 { progress.inOrder.store(false, ordering: .relaxed) }
                 last = event.seq
                 progress.received.add(1, ordering: .relaxed)
             }
         }
         defer { consumer.cancel() }
-        try await Task.sleep(for: .milliseconds(50))  // a heartbeat or two: the active subscription is live
+        try await eventually("a heartbeat reaches the active subscriber: its subscription is live") {
+            progress.heartbeats.load(ordering: .relaxed) > 0
+        }
 
         // A realistic match event (about 150 bytes).
         var item = Earshot_V1_MatchedMediaItem()
@@ -217,7 +222,7 @@ final class EventLog: Sendable {
             // Pace by the active subscriber (not the stalled one), so that none of its events
             // are lost to its own high-water mark.
             let upTo = start + batch
-            #expect(await eventually { progress.count >= upTo })
+            try await eventually("progress.count >= upTo") { progress.count >= upTo }
         }
         #expect(progress.count == total)
         #expect(progress.isInOrder)
@@ -239,6 +244,7 @@ final class EventLog: Sendable {
 /// What the active subscriber's consumer has seen.
 final class ConsumerProgress: Sendable {
     let received = Atomic<Int>(0)
+    let heartbeats = Atomic<Int>(0)
     let inOrder = Atomic<Bool>(true)
     var count: Int { received.load(ordering: .relaxed) }
     var isInOrder: Bool { inOrder.load(ordering: .relaxed) }

@@ -87,11 +87,11 @@ struct HostileClientTests {
         var envelope = RawDealer.envelope(1, Echo.hold.path)
         envelope.timeoutMs = UInt32.max
         try raw.send(envelope)
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         raw.socket.close()
-        #expect(await eventually(.seconds(10)) { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil", within: .seconds(10)) { echo.endings.first != nil }
         #expect(echo.endings.first == RpcError(.cancelled, "the client disconnected"))
-        #expect(await eventually(.seconds(10)) { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0", within: .seconds(10)) { echo.server.statistics.inFlight == 0 }
         #expect(echo.server.statistics.disconnects == 1)
         try await echo.expectHealthy()
     }
@@ -102,14 +102,14 @@ struct HostileClientTests {
         defer { [viewer, other].forEach { $0.close() } }
         let revoked = (0..<3).map { _ in fixture.holding(viewer) }
         let kept = fixture.holding(other)
-        #expect(await eventually { fixture.server.statistics.inFlight == 4 })
+        try await eventually("fixture.server.statistics.inFlight == 4") { fixture.server.statistics.inFlight == 4 }
 
         fixture.allowList.replace(with: fixture.allowList.entries.filter { $0.name != "viewer-1" })
         for task in revoked {
             let error = await task.result.failure
             #expect(error == RpcError(.unauthenticated, "this client's key was removed from the server's allow-list"))
         }
-        #expect(await eventually(.seconds(10)) { fixture.server.statistics.inFlight == 1 })
+        try await eventually("fixture.server.statistics.inFlight == 1", within: .seconds(10)) { fixture.server.statistics.inFlight == 1 }
         #expect(fixture.server.statistics.revokedCalls == 3)
         // The others' calls go on.
         try await Task.sleep(for: .milliseconds(50))
@@ -125,12 +125,12 @@ struct HostileClientTests {
         let first = try fixture.client("viewer-1"), second = try fixture.client("viewer-1"), other = try fixture.client("viewer-2")
         defer { [first, second, other].forEach { $0.close() } }
         let held = [fixture.holding(first), fixture.holding(first), fixture.holding(second)]
-        #expect(await eventually { fixture.server.statistics.inFlight == 3 })
+        try await eventually("fixture.server.statistics.inFlight == 3") { fixture.server.statistics.inFlight == 3 }
         let refused = await fixture.refusal(second)
         #expect(refused == RpcError(.resourceExhausted, "3 calls of client \"viewer-1\" are already in flight (at most 3 per client)"))
         // Another key is not affected.
         let otherCall = fixture.holding(other)
-        #expect(await eventually { fixture.server.statistics.inFlight == 4 })
+        try await eventually("fixture.server.statistics.inFlight == 4") { fixture.server.statistics.inFlight == 4 }
         for task in held + [otherCall] { task.cancel() }
         for task in held + [otherCall] { _ = await task.result }
     }
@@ -146,7 +146,7 @@ struct HostileClientTests {
         let op = try fixture.client("operator-1")
         defer { [v1, v2, v3, op].forEach { $0.close() } }
         var held = (0..<3).map { _ in fixture.holding(v1) } + [fixture.holding(v2)]
-        #expect(await eventually { fixture.server.statistics.inFlight == 4 })
+        try await eventually("fixture.server.statistics.inFlight == 4") { fixture.server.statistics.inFlight == 4 }
         // Viewers hold 4 = 6 − 2: no more for them beyond a first call.
         let refused = await fixture.refusal(v2)
         #expect(refused == RpcError(.resourceExhausted, "the server is busy: viewers have 4 calls in flight (at most 4; the rest is kept for operators and admins)"))
@@ -154,7 +154,7 @@ struct HostileClientTests {
         held.append(fixture.holding(v3))
         // …and the operator gets the reserve.
         held.append(fixture.holding(op))
-        #expect(await eventually { fixture.server.statistics.inFlight == 6 })
+        try await eventually("fixture.server.statistics.inFlight == 6") { fixture.server.statistics.inFlight == 6 }
         // Now the server is full for calls beyond a client's first.
         let busy = await fixture.refusal(op)
         #expect(busy?.code == .resourceExhausted)
@@ -162,7 +162,7 @@ struct HostileClientTests {
         #expect(fixture.server.statistics.lastRejection?.hasPrefix("client \"operator-1\": the server is busy") == true)
         for task in held { task.cancel() }
         for task in held { _ = await task.result }
-        #expect(await eventually { fixture.server.statistics.inFlight == 0 })
+        try await eventually("fixture.server.statistics.inFlight == 0") { fixture.server.statistics.inFlight == 0 }
     }
 
     @Test func admissionRules() {
@@ -255,7 +255,7 @@ struct HostileClientTests {
         _ = try await client.call(Echo.say, Echo.request("before"))
         let flood = try ConnectionFlood(endpoint: echo.endpoint, connections: 40)
         // The door closes at the limit: the kernel drops new connection requests.
-        #expect(await eventually { limiter.statistics.closedToNewConnections })
+        try await eventually("limiter.statistics.closedToNewConnections") { limiter.statistics.closedToNewConnections }
         #expect(limiter.statistics.peak <= 6)
         // The client that was in keeps being served during the flood.
         for i in 0..<20 {
@@ -265,7 +265,7 @@ struct HostileClientTests {
         }
         flood.stop()
         // Once the flood is over, its places free up, the door opens and newcomers get in.
-        #expect(await eventually { limiter.statistics.open == 1 && !limiter.statistics.closedToNewConnections })
+        try await eventually("limiter.statistics.open == 1 && !limiter.statistics.closedToNewConnections") { limiter.statistics.open == 1 && !limiter.statistics.closedToNewConnections }
         #expect(limiter.statistics.closings >= 1)
         try await echo.expectHealthy()
     }
@@ -277,7 +277,7 @@ struct HostileClientTests {
         defer { echo.stop() }
         let flood = try ConnectionFlood(endpoint: echo.endpoint, connections: 30)
         defer { flood.stop() }
-        #expect(await eventually { limiter.statistics.blockedAddresses == 1 })
+        try await eventually("limiter.statistics.blockedAddresses == 1") { limiter.statistics.blockedAddresses == 1 }
         #expect(!limiter.statistics.closedToNewConnections)
         // libzmq's "source;peer" endpoint: connect from 127.0.0.2.
         let newcomer = try makeClient(echo.endpoint.replacingOccurrences(of: "tcp://", with: "tcp://127.0.0.2:0;"))

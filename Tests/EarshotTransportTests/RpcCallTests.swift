@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Testing
@@ -132,13 +133,13 @@ import Testing
         let task = Task { () async throws(RpcError) -> Earshot_V1_HealthCheckRequest in
             try await client.call(Echo.hold, Echo.request("x"))
         }
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         task.cancel()
         #expect(await task.result.failure?.code == .cancelled)
         // The server was told: its handler sees CANCELLED and the call leaves the table.
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         #expect(echo.endings.first == RpcError(.cancelled, "cancelled by the client"))
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -149,7 +150,7 @@ import Testing
         let task = Task { () async throws(RpcError) -> Earshot_V1_HealthCheckRequest in
             try await client.call(Echo.hold, Echo.request("x"))
         }
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         client.close()
         #expect(await task.result.failure == RpcError(.cancelled, "the client was closed"))
         let after = await rpcError { () async throws(RpcError) in try await client.call(Echo.say, Echo.request("y")) }

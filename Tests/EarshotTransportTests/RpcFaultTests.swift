@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Testing
@@ -22,10 +23,10 @@ import Testing
         #expect(error?.code == .deadlineExceeded)
         // The server cancelled the handler on its own (its deadline timer), and answered
         // DEADLINE_EXCEEDED.
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         #expect(echo.endings.first?.code == .deadlineExceeded)
-        #expect(await eventually { echo.server.statistics.callsByStatus[.deadlineExceeded] == 1 })
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.callsByStatus[.deadlineExceeded] == 1") { echo.server.statistics.callsByStatus[.deadlineExceeded] == 1 }
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -56,9 +57,9 @@ import Testing
             if received.count == 3 { break }
         }
         #expect(received == ["0", "1", "2"])
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         #expect(echo.endings.first == RpcError(.cancelled, "cancelled by the client"))
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -67,7 +68,7 @@ import Testing
         defer { echo.stop() }
         let raw = try RawDealer(echo.endpoint)
         try raw.send(RawDealer.envelope(5, Echo.hold.path, payload: try Echo.request("x").serializedBytes()))
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         try raw.send(RawDealer.envelope(5, control: .cancel))
         try raw.send(RawDealer.envelope(5, control: .cancel))
         try raw.send(RawDealer.envelope(77, control: .cancel))
@@ -114,10 +115,10 @@ import Testing
         raw.send([Array("EARSHOT/0".utf8), junk])  // wrong signature, bad envelope
         raw.send([Array(rpcSignature.utf8), junk])  // bad envelope
         try raw.send(RawDealer.envelope(0))  // request id 0
-        #expect(await eventually {
+        try await eventually("3 frames and 2 envelopes are dropped") {
             let s = echo.server.statistics
             return s.droppedFrames == 3 && s.droppedEnvelopes == 2
-        })
+        }
         #expect(try await raw.receive(timeout: .milliseconds(50)) == nil)
 
         // A wrong signature with an envelope that parses is answered, so the peer learns why.
@@ -144,7 +145,7 @@ import Testing
         #expect(first.kind == .message)
 
         raw.send([Array(rpcSignature.utf8), [UInt8](repeating: 0, count: 100 << 10)])
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         #expect(echo.endings.first == RpcError(.cancelled, "the client disconnected"))
         #expect(echo.server.statistics.peersLost >= 1)
         // The DEALER reconnects by itself (a new routing id) and is served again.
@@ -173,13 +174,13 @@ import Testing
         let held = (0..<2).map { i in
             Task { () async throws(RpcError) in try await first.call(Echo.hold, Echo.request("a\(i)")) }
         }
-        #expect(await eventually { echo.server.statistics.inFlight == 2 })
+        try await eventually("echo.server.statistics.inFlight == 2") { echo.server.statistics.inFlight == 2 }
         let perPeer = await rpcError { () async throws(RpcError) in try await first.call(Echo.say, Echo.request("3rd")) }
         #expect(perPeer?.code == .resourceExhausted)
         #expect(perPeer?.message == "2 calls from this connection are already in flight (at most 2)")
 
         let third = Task { () async throws(RpcError) in try await second.call(Echo.hold, Echo.request("b")) }
-        #expect(await eventually { echo.server.statistics.inFlight == 3 })
+        try await eventually("echo.server.statistics.inFlight == 3") { echo.server.statistics.inFlight == 3 }
         let total = await rpcError { () async throws(RpcError) in try await second.call(Echo.say, Echo.request("4th")) }
         #expect(total == RpcError(.resourceExhausted, "the server is busy: 3 calls are in flight (at most 3; beyond that only a client's first 0 are let in)"))
         #expect(echo.server.statistics.rejected == 2)
@@ -189,7 +190,7 @@ import Testing
             let reply = try await task.value
             #expect(reply.service.hasPrefix("a") || reply.service == "b")
         }
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -199,7 +200,7 @@ import Testing
         let raw = try RawDealer(echo.endpoint)
         let payload = try Echo.request("dup").serializedBytes() as Data
         try raw.send(RawDealer.envelope(7, Echo.hold.path, payload: payload))
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         try raw.send(RawDealer.envelope(7, Echo.hold.path, payload: payload))
         let refusal = try #require(try await raw.receive())
         #expect(refusal.requestID == 7 && refusal.kind == .end)
@@ -230,9 +231,9 @@ import Testing
             #expect(error == RpcError(.cancelled, "the client was closed"))
         }
         #expect(received >= 2)
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         #expect(echo.endings.first == RpcError(.cancelled, "the client disconnected"))
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -243,11 +244,11 @@ import Testing
         try raw.socket.set(.receiveHighWaterMark, 4)
         try raw.send(RawDealer.envelope(1, Echo.flood.path))
         // The raw peer reads nothing; TCP buffers fill, then the server's queue for it.
-        #expect(await eventually { echo.endings.first != nil })
+        try await eventually("echo.endings.first != nil") { echo.endings.first != nil }
         let ending = try #require(echo.endings.first)
         #expect(ending.code == .resourceExhausted)
         #expect(ending.message == "the client is not reading its stream fast enough (send queue full)")
-        #expect(await eventually { echo.server.statistics.inFlight == 0 })
+        try await eventually("echo.server.statistics.inFlight == 0") { echo.server.statistics.inFlight == 0 }
         try await echo.expectHealthy()
     }
 
@@ -260,7 +261,12 @@ import Testing
         for _ in 0..<20_000 { raw.send([Array(rpcSignature.utf8), ping]) }
         // It never reads its PONGs, then leaves with them unread (the kernel resets the
         // connection).
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("PONGs come back") {
+            var polls = ZMQPollSet()
+            polls.add(raw.socket)
+            try polls.poll(timeoutMilliseconds: 0)
+            return polls.isReadable(0)
+        }
         raw.socket.close()
         try await echo.expectHealthy()
         #expect(echo.server.statistics.inFlight == 0)
@@ -299,7 +305,7 @@ import Testing
         let client = try makeClient(echo.endpoint)
         defer { client.close() }
         let held = Task { () async throws(RpcError) in try await client.call(Echo.hold, Echo.request("x")) }
-        #expect(await eventually { echo.server.statistics.inFlight == 1 })
+        try await eventually("echo.server.statistics.inFlight == 1") { echo.server.statistics.inFlight == 1 }
         await echo.server.shutdown(grace: .milliseconds(100))
         #expect(await held.result.failure == RpcError(.unavailable, "the server is shutting down"))
         let refused = await rpcError { () async throws(RpcError) in try await client.call(Echo.say, Echo.request("y")) }

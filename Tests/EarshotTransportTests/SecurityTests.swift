@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Testing
@@ -215,8 +216,11 @@ final class SecureServer: Sendable {
             plain.close()
         }
         let memberLog = EventLog(member), strangerLog = EventLog(stranger), plainLog = EventLog(plain)
-        #expect(await memberLog.waitForHeartbeat())
-        try await Task.sleep(for: .milliseconds(500))
+        try await memberLog.waitForHeartbeat()
+        try await eventually("a key not in the list is refused") { allowList.rejections.count >= 1 }
+        // While the member hears a few more heartbeats, the others hear nothing.
+        let memberHeard = memberLog.events.all.count
+        try await eventually("the member hears three more heartbeats") { memberLog.events.all.count >= memberHeard + 3 }
         #expect(strangerLog.events.all.isEmpty)
         #expect(plainLog.events.all.isEmpty)
         #expect(allowList.rejections.count >= 1)
@@ -245,24 +249,25 @@ final class SecureServer: Sendable {
             revokedSubscriber.close()
         }
         let keptLog = EventLog(keptSubscriber), revokedLog = EventLog(revokedSubscriber)
-        #expect(await keptLog.waitForHeartbeat())
-        #expect(await revokedLog.waitForHeartbeat())
+        try await keptLog.waitForHeartbeat()
+        try await revokedLog.waitForHeartbeat()
 
         allowList.replace(with: allowList.entries.filter { $0.publicKey != revoked.publicKey })
-        // Whatever was already on its way may still arrive; after that, nothing.
-        try await Task.sleep(for: .milliseconds(500))
+        // Whatever was already on its way may still arrive; after that, nothing. The subscribers
+        // are reset together, and the listed one comes back: from its next event on, count.
+        try await eventually("the subscribers are reset") { publisher.statistics.resets == 1 }
+        let keptAtReset = keptLog.events.all.count
+        try await eventually("the listed subscriber hears the publisher again") { keptLog.events.all.count > keptAtReset + 1 }
         let revokedHeard = revokedLog.events.all.count, keptHeard = keptLog.events.all.count
-        try await Task.sleep(for: .seconds(1))
+        try await eventually("the listed subscriber hears six more events") { keptLog.events.all.count > keptHeard + 5 }
         #expect(revokedLog.events.all.count == revokedHeard, "the revoked key still receives events")
-        #expect(keptLog.events.all.count > keptHeard + 5, "the listed subscriber did not come back")
         #expect(publisher.statistics.resets == 1)
         #expect(allowList.rejections.count >= 1, "the revoked key tried again and was refused")
     }
 
     @Test func keysRoundTripThroughFiles() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-keys-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let scratch = try TemporaryDirectory("earshot-keys")
+        let folder = scratch.url
         let pair = try CurveKeyPair.generate()
         let secret = folder.appendingPathComponent("a.key").path
         try CurveKeyFile.writeSecret(pair, to: secret, comment: "test")

@@ -1,4 +1,5 @@
 import EarshotSync
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Synchronization
@@ -140,20 +141,6 @@ final class EchoServer: Sendable {
     }
 }
 
-/// Waits until `condition` holds, checking every 2 ms, for at most `timeout`.
-///
-/// Timeouts in these tests are long on purpose: they only bound a failure. When the whole
-/// package's tests run in parallel on two cores, CPU-heavy tests of other suites can hold every
-/// thread of Swift's cooperative pool for many seconds, and handlers (tasks) wait meanwhile.
-func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
-    let giveUp = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now >= giveUp { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
-}
-
 /// A bare DEALER that sends whatever a test wants, for the faults a real client never makes.
 final class RawDealer: @unchecked Sendable {
     let socket: ZMQSocket
@@ -178,18 +165,16 @@ final class RawDealer: @unchecked Sendable {
 
     /// The next reply, waiting without blocking a thread, or nil after `timeout`.
     func receive(timeout: Duration = .seconds(60)) async throws -> Earshot_V1_ResponseEnvelope? {
-        let giveUp = ContinuousClock.now + timeout
-        while true {
-            // Look once more after the time is up: this task may have been kept waiting.
-            let late = ContinuousClock.now >= giveUp
-            if let message = try socket.receive() {
-                #expect(message.frames.count == 2)
-                #expect(message.frames[0] == Array(rpcSignature.utf8))
-                return try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
-            }
-            if late { return nil }
-            try await Task.sleep(for: .milliseconds(1))
+        let socket = self.socket
+        let message: ZMQReceivedMessage
+        do {
+            message = try await eventually("a reply", within: timeout, every: .milliseconds(1), { try socket.receive() }, until: { $0 != nil })!
+        } catch is WaitTimedOut {
+            return nil
         }
+        #expect(message.frames.count == 2)
+        #expect(message.frames[0] == Array(rpcSignature.utf8))
+        return try Earshot_V1_ResponseEnvelope(serializedBytes: message.frames[1])
     }
 
     static func envelope(
@@ -201,7 +186,7 @@ final class RawDealer: @unchecked Sendable {
         envelope.method = method
         envelope.payload = payload
         envelope.control = control
-        envelope.timeoutMs = 120_000  // see `eventually`
+        envelope.timeoutMs = 120_000  // long: see `makeClient`
         return envelope
     }
 }
@@ -233,7 +218,10 @@ func removeIPCFile(_ endpoint: String) {
     try? FileManager.default.removeItem(atPath: String(endpoint.dropFirst("ipc://".count)))
 }
 
-/// A client whose calls wait long by default (see `eventually` for why).
+/// A client whose calls wait long by default. Timeouts in these tests are long on purpose: they
+/// only bound a failure. When the whole package's tests run in parallel on two cores, CPU-heavy
+/// tests of other suites can hold every thread of Swift's cooperative pool for many seconds, and
+/// handlers (tasks) wait meanwhile.
 func makeClient(_ endpoint: String, _ configure: (inout RpcClient.Configuration) -> Void = { _ in }) throws -> RpcClient {
     var configuration = RpcClient.Configuration()
     configuration.defaultTimeout = .seconds(60)

@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import EarshotWire
 import Foundation
 import Testing
@@ -5,8 +6,7 @@ import Testing
 /// proto/ is the source of truth: it must compile with Debian's protoc, and the committed code
 /// and method table must be what it says.
 struct ProtoFilesTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = Repository.root
     static var protoFiles: [String] {
         let dir = root.appendingPathComponent("proto/earshot/v1")
         return ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasSuffix(".proto") }.sorted()
@@ -30,8 +30,8 @@ struct ProtoFilesTests {
 
     @Test func protoFilesCompile() throws {
         #expect(Self.protoFiles.count >= 7)
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-\(UUID().uuidString).desc")
-        defer { try? FileManager.default.removeItem(at: out) }
+        let folder = try TemporaryDirectory("earshot-proto")
+        let out = folder.url("earshot.desc")
         let (status, text) = try Self.run("protoc", ["-I", "proto", "--descriptor_set_out=\(out.path)"] + Self.protoFiles)
         #expect(status == 0, "protoc: \(text)")
     }
@@ -52,9 +52,8 @@ struct ProtoFilesTests {
 
     /// protoc's Python generator is built in, so the Python code can be compared byte for byte.
     @Test func generatedPythonMatches() throws {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-py-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: out) }
+        let folder = try TemporaryDirectory("earshot-py")
+        let out = folder.url
         let (status, text) = try Self.run("protoc", ["-I", "proto", "--python_out=\(out.path)"] + Self.protoFiles)
         #expect(status == 0, "protoc: \(text)")
         for file in Self.protoFiles {

@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ struct SourceRulesTests {
     /// cannot see a contended Mutex hand-over on Linux, so one bare Mutex brings back false race
     /// reports (see Sources/EarshotSync/Locked.swift and scripts/sanitizers/thread.supp).
     @Test func locksAreLockedNotBareMutexes() throws {
-        let root = ConfigurationTests.packageRoot
+        let root = Repository.root
         let bareMutex = try NSRegularExpression(pattern: #"(?<![A-Za-z_])Mutex\s*[<(]"#)
         var offenders: [String] = []
         for folder in ["Sources", "Tests", "benchmarks/Sources", "fuzz/Sources"] {
@@ -32,7 +33,7 @@ struct SourceRulesTests {
     /// backquotes that leaves the repository (`../…`), names a file or folder inside it. Users
     /// have the repository, nothing beside it.
     @Test func markdownLinksResolveInsideTheRepository() throws {
-        let root = ConfigurationTests.packageRoot.standardizedFileURL
+        let root = Repository.root.standardizedFileURL
         let link = try NSRegularExpression(pattern: #"\]\(([^)\s]+)\)"#)
         let outside = try NSRegularExpression(pattern: #"`(\.\./[^`\s]+)`"#)
         var checked = 0
@@ -67,7 +68,7 @@ struct SourceRulesTests {
     /// package targets and products it uses (exactly Package.swift's dependencies) and the
     /// system modules it may also import; every `import` in the target's sources is one of them.
     @Test func importsFollowTheArchitecture() throws {
-        let root = ConfigurationTests.packageRoot
+        let root = Repository.root
         let rules = try ArchitectureRules.table(in: String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8))
         let declared = try PackageTargets.dependencies(in: String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
         #expect(rules.count >= 10, "the table was not found in docs/ARCHITECTURE.md")
@@ -96,7 +97,7 @@ struct SourceRulesTests {
 
     /// The recognition core does no I/O: no file, process or thread API appears in its code.
     @Test func theCoreTouchesNoFiles() throws {
-        let root = ConfigurationTests.packageRoot
+        let root = Repository.root
         let forbidden = ["FileManager", "FileHandle", "contentsOfFile", "Data(contentsOf", "String(contentsOf", "fileURLWithPath", "fopen(", " open(",
                          "mmap(", "Thread(", "DispatchQueue", "ProcessInfo", "getenv("]
         var offenders: [String] = []
