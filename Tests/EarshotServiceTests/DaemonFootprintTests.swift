@@ -3,8 +3,8 @@ import Testing
 
 /// earshotd links no more of Foundation than FoundationEssentials: Foundation itself,
 /// FoundationInternationalization and ICU would add about 10 MB to its memory and 40 MB to the
-/// static arm64 binary (benchmarks/RESULTS.md, "The board"). The import table of
-/// docs/ARCHITECTURE.md keeps Earshot's own targets from importing them; this checks the built
+/// static arm64 binary (benchmarks/RESULTS.md, "Board: earshotd on a Raspberry Pi budget"). The
+/// import table of docs/ARCHITECTURE.md keeps Earshot's own targets from importing them; this checks the built
 /// daemon, so a dependency that brings Foundation back (a package trait, say) is caught too.
 struct DaemonFootprintTests {
     @Test func earshotdLinksNoFoundationBeyondEssentials() throws {

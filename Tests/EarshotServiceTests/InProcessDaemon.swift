@@ -115,26 +115,16 @@ final class InProcessDaemon: RunningDaemon, @unchecked Sendable {
     /// process's, shared by every server in it and kept.)
     private static let daemonThreads = ["earshot-session", "earshot-catalog-watch"].map { String($0.prefix(15)) }
 
-    /// Records an issue for what the stopped daemon still runs or holds open to the network once
+    /// Records an issue for what the stopped daemon still runs, holds open or keeps mapped once
     /// it had time to let go: the `Daemon` object (something keeps it), a listening socket on its
-    /// ports, more of its threads than daemons run. The files it keeps (descriptors and mappings
-    /// under its folder) are a known issue, recorded as such: reference cycles among the
-    /// daemon's services (the catalog registry's hooks and the services they call; the RPC
-    /// server's handlers and the statistics that read the server) keep the library's SQLite
-    /// connections and the catalogs' mappings until the process exits, which earshotd does right
-    /// after `stop()`. They run nothing: no thread, task or socket of theirs is left.
+    /// ports, more of its threads than daemons run, files of its folder (the library's SQLite
+    /// connections, the catalogs' mappings).
     private func expectNothingLeft() async {
         do {
-            try await eventually("the stopped daemon let go of its threads, sockets and itself", within: .seconds(30),
-                                 { self.unreleased() }, until: { $0.isEmpty })
+            try await eventually("the stopped daemon let go of its threads, sockets, files and itself", within: .seconds(30),
+                                 { self.unreleased() + self.kept() }, until: { $0.isEmpty })
         } catch {
             Issue.record("\(error)")
-        }
-        let files = kept()
-        if !files.isEmpty {
-            withKnownIssue("a stopped daemon keeps its library connections and catalog mappings (reference cycles)") {
-                Issue.record("the stopped daemon keeps \(files.count) descriptors and mappings: \(files.joined(separator: "; "))")
-            }
         }
     }
 

@@ -22,12 +22,12 @@ import Testing
     @Test func anAttachmentQueuedBeforeAStopLeavesTheLoop() throws {
         let loop = try TransportLoop()
         let probe = Probe()
-        loop.core.attach(probe)
+        loop.engine.attach(probe)
         loop.stop()
         #expect(probe.detachedCount.withLock { $0 } == 1)
         // After the stop, an attachment is refused and told at once.
         let late = Probe()
-        loop.core.attach(late)
+        loop.engine.attach(late)
         #expect(late.detachedCount.withLock { $0 } == 1)
     }
 

@@ -134,6 +134,11 @@ final class CatalogRegistry: Sendable {
         hooks.catalogsChanged(catalogSet)
     }
 
+    /// Stops reporting changes, letting go of the services the hooks hold (which hold the registry).
+    func detach() {
+        hooks.withLock { $0 = nil }
+    }
+
     // MARK: Reading
 
     var all: [Slot] { slots.withLock { Array($0.values) }.sorted { $0.name < $1.name } }

@@ -186,6 +186,9 @@ public final class Daemon: Sendable {
         watcher?.stop()
         session.shutdown()
         loop.stop()
+        // The registry's hooks and the server's handlers hold services that hold them back.
+        registry.detach()
+        server.removeHandlers()
         finished.continuation.finish()
     }
 }

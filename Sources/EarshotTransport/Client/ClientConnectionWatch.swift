@@ -1,7 +1,7 @@
 import CZMQ
 
 /// Watches a client's DEALER through libzmq's socket monitor and keeps its `ConnectionStory`:
-/// the core reads it to say why a call was never sent, and is told at once when libzmq gives up
+/// the engine reads it to say why a call was never sent, and is told at once when libzmq gives up
 /// on the server (a refused key, a security mismatch), so calls end then, not at their deadline.
 /// Like the server's monitor, it leaves the loop by itself once the watched socket is closed.
 final class ClientConnectionWatch: LoopAttachment, @unchecked Sendable {

@@ -37,7 +37,7 @@ public final class RpcClient: Sendable {
     /// The server's endpoint, as given.
     public let endpoint: String
     public let configuration: Configuration
-    let core: RpcClientEngine
+    let engine: RpcClientEngine
     private let loop: TransportLoop
     private let ownsLoop: Bool
     private let closed = OnceFlag()
@@ -68,11 +68,11 @@ public final class RpcClient: Sendable {
         self.configuration = configuration
         self.loop = loop
         self.ownsLoop = ownsLoop
-        let core = RpcClientEngine(endpoint: endpoint, configuration: configuration, socket: socket, loop: loop.core)
-        self.core = core
+        let engine = RpcClientEngine(endpoint: endpoint, configuration: configuration, socket: socket, loop: loop.engine)
+        self.engine = engine
         // Watched from before the connect, so that no event of the first attempt is missed.
-        try ClientConnectionWatch.start(watching: socket, loop: loop.core) { core.connectionChanged($0) }
-        loop.core.attach(core)
+        try ClientConnectionWatch.start(watching: socket, loop: loop.engine) { engine.connectionChanged($0) }
+        loop.engine.attach(engine)
         try socket.connect(endpoint)
     }
 
@@ -83,7 +83,7 @@ public final class RpcClient: Sendable {
     /// Whether a handshake with the server has ever succeeded on this client: a call that timed
     /// out without it never reached the server (down, a wrong address or key), and trying again
     /// the same way is no use.
-    public var hasConnected: Bool { core.hasConnected }
+    public var hasConnected: Bool { engine.hasConnected }
 
     /// Calls a unary method. Throws the server's status, DEADLINE_EXCEEDED when no answer came
     /// in time, CANCELLED when the calling task is cancelled (the server is told).
@@ -120,9 +120,9 @@ public final class RpcClient: Sendable {
             return stream
         }
         let timeout = timeout ?? configuration.defaultStreamTimeout
-        let id = core.allocateID()
+        let id = engine.allocateID()
         let frames: [[UInt8]]
-        switch core.requestFrames(id: id, method: method.path, payload: payload, metadata: metadata, timeout: timeout, control: .call) {
+        switch engine.requestFrames(id: id, method: method.path, payload: payload, metadata: metadata, timeout: timeout, control: .call) {
         case .success(let built): frames = built
         case .failure(let error):
             continuation.finish(throwing: error)
@@ -141,11 +141,11 @@ public final class RpcClient: Sendable {
             finish: { error in
                 if let error { continuation.finish(throwing: error) } else { continuation.finish() }
             })
-        let core = self.core
+        let engine = self.engine
         continuation.onTermination = { termination in
-            if case .cancelled = termination { core.abandon(id, RpcError(.cancelled, "the stream was dropped")) }
+            if case .cancelled = termination { engine.abandon(id, RpcError(.cancelled, "the stream was dropped")) }
         }
-        core.start(id: id, waiter: .stream(receiver), timeout: timeout, frames: frames, honourTaskCancellation: false)
+        engine.start(id: id, waiter: .stream(receiver), timeout: timeout, frames: frames, honourTaskCancellation: false)
         return stream
     }
 
@@ -158,28 +158,28 @@ public final class RpcClient: Sendable {
     /// own loop, stops that loop. Later calls fail at once. Safe to call twice.
     public func close() {
         guard closed.claim() else { return }
-        core.close()
-        if ownsLoop { loop.stop() } else { loop.core.detach(core) }
+        engine.close()
+        if ownsLoop { loop.stop() } else { loop.engine.detach(engine) }
     }
 
     private func exchange(
         method: String, payload: Data, metadata: [String: String], timeout: Duration,
         control: Earshot_V1_RequestEnvelope.Control
     ) async -> Result<Data, RpcError> {
-        let core = self.core
-        let id = core.allocateID()
+        let engine = self.engine
+        let id = engine.allocateID()
         let frames: [[UInt8]]
-        switch core.requestFrames(id: id, method: method, payload: payload, metadata: metadata, timeout: timeout, control: control) {
+        switch engine.requestFrames(id: id, method: method, payload: payload, metadata: metadata, timeout: timeout, control: control) {
         case .success(let built): frames = built
         case .failure(let error): return .failure(error)
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, RpcError>, Never>) in
                 let waiter: ClientWaiter = control == .ping ? .ping(continuation) : .unary(continuation)
-                core.start(id: id, waiter: waiter, timeout: timeout, frames: frames, honourTaskCancellation: true)
+                engine.start(id: id, waiter: waiter, timeout: timeout, frames: frames, honourTaskCancellation: true)
             }
         } onCancel: {
-            core.abandon(id, RpcError(.cancelled, "the calling task was cancelled"))
+            engine.abandon(id, RpcError(.cancelled, "the calling task was cancelled"))
         }
     }
 }

@@ -8,7 +8,7 @@ import EarshotWire
 /// Publishing never blocks the caller or the loop: a subscriber that stops reading loses its own
 /// events at its high-water mark (and sees the gap in seq); the others are not affected.
 public final class EventPublisher: Sendable {
-    let core: PublisherEngine
+    let engine: PublisherEngine
     private let loop: TransportLoop
     /// The endpoints as bound, with real ports.
     public let boundEndpoints: [String]
@@ -52,13 +52,13 @@ public final class EventPublisher: Sendable {
             return socket
         }
         let socket = try makeSocket()
-        let core = PublisherEngine(
+        let engine = PublisherEngine(
             epoch: epoch, heartbeatInterval: heartbeatInterval, outboxLimit: Int(max(1, sendHighWaterMark)),
             filter: SubscriptionFilter(topics: topics.map { $0 + [Topics.heartbeat] }),
-            allowList: security?.allowList, limiter: connectionLimiter, makeSocket: makeSocket, loop: loop.core)
+            allowList: security?.allowList, limiter: connectionLimiter, makeSocket: makeSocket, loop: loop.engine)
         var bound: [String] = []
         do throws(TransportError) {
-            try core.watch(socket)
+            try engine.watch(socket)
             for endpoint in endpoints {
                 try socket.bind(endpoint)
                 bound.append(try socket.lastEndpoint())
@@ -67,17 +67,17 @@ public final class EventPublisher: Sendable {
             socket.close()
             throw error
         }
-        core.start(socket: socket, endpoints: bound)
+        engine.start(socket: socket, endpoints: bound)
         boundEndpoints = bound
         self.loop = loop
-        self.core = core
-        // A removed key must lose its subscription too; the core is held weakly, the list may
+        self.engine = engine
+        // A removed key must lose its subscription too; the engine is held weakly, the list may
         // outlive this publisher.
-        security?.allowList.onRemoval { [weak core] in core?.resetSubscribers() }
+        security?.allowList.onRemoval { [weak engine] in engine?.resetSubscribers() }
     }
 
     deinit {
-        loop.core.detach(core)
+        loop.engine.detach(engine)
     }
 
     /// Assigns seq (per topic, from 1), global_seq, epoch, topic and ts synchronously (under a
@@ -87,18 +87,18 @@ public final class EventPublisher: Sendable {
     public func publish(topic: String, _ fill: (inout Earshot_V1_EventEnvelope) -> Void) {
         var envelope = Earshot_V1_EventEnvelope()
         fill(&envelope)
-        core.publish(topic: topic, envelope)
+        engine.publish(topic: topic, envelope)
     }
 
     /// The last seq of every topic published so far (heartbeats included).
-    public var heads: [String: UInt64] { core.heads }
+    public var heads: [String: UInt64] { engine.heads }
 
-    public var statistics: EventPublisherStatistics { core.statistics }
+    public var statistics: EventPublisherStatistics { engine.statistics }
 
     /// Ends every subscriber's connection; each reconnects through a new handshake. The daemon
     /// needs this when a key leaves the allow-list (it happens by itself then). Events published
     /// until a subscriber is back are lost to it, which it sees as a gap in seq.
     public func resetSubscribers() {
-        core.resetSubscribers()
+        engine.resetSubscribers()
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// the freshest state, and it sees the loss as a gap in `seq`.
 public final class EventSubscriber: Sendable {
     private let loop: TransportLoop
-    private let core: SubscriberEngine
+    private let engine: SubscriberEngine
     /// The stream of events (one consumer). It ends when the subscriber is closed.
     public let events: AsyncStream<Earshot_V1_EventEnvelope>
 
@@ -37,8 +37,8 @@ public final class EventSubscriber: Sendable {
             bufferingPolicy: .bufferingNewest(max(1, bufferLimit)))
         self.events = events
         loop = try TransportLoop()
-        core = SubscriberEngine(socket: socket, continuation: continuation)
-        loop.core.attach(core)
+        engine = SubscriberEngine(socket: socket, continuation: continuation)
+        loop.engine.attach(engine)
         loop.start()
     }
 
@@ -47,7 +47,7 @@ public final class EventSubscriber: Sendable {
     }
 
     /// Events dropped because the consumer was behind, or because they did not decode.
-    public var dropped: Int { core.dropped.load(ordering: .relaxed) }
+    public var dropped: Int { engine.dropped.load(ordering: .relaxed) }
 
     /// Closes the socket and ends `events`.
     public func close() {

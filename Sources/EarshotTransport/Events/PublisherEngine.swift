@@ -35,7 +35,7 @@ final class PublisherEngine: LoopAttachment, @unchecked Sendable {
     private let state = Locked(State())
 
     /// The endpoints as bound (real ports), for binding a new socket in the old one's place.
-    /// Set by `start`, before the loop sees the core.
+    /// Set by `start`, before the loop sees the engine.
     private(set) var endpoints: [String] = []
 
     // Loop thread only.

@@ -14,11 +14,11 @@ public final class TransportLoop: Sendable {
         case stopped
     }
 
-    let core: LoopEngine
+    let engine: LoopEngine
     private let phase = Locked(Phase.idle)
 
     public init() throws(TransportError) {
-        core = try LoopEngine()
+        engine = try LoopEngine()
     }
 
     deinit {
@@ -29,9 +29,9 @@ public final class TransportLoop: Sendable {
     public func start() {
         phase.withLock { phase in
             guard case .idle = phase else { return }
-            let core = self.core
+            let engine = self.engine
             do {
-                phase = .running(try NamedThread(name: "earshot-io") { core.run() })
+                phase = .running(try NamedThread(name: "earshot-io") { engine.run() })
             } catch {
                 // Only EAGAIN (no threads left) is possible. Leave the loop idle: work stays
                 // queued and `stop` closes the sockets.
@@ -49,9 +49,9 @@ public final class TransportLoop: Sendable {
         }
         switch previous {
         case .idle:
-            core.finish()
+            engine.finish()
         case .running(let thread):
-            core.requestStop()
+            engine.requestStop()
             if thread.isCurrent { thread.detach() } else { thread.join() }
         case .stopped:
             break
@@ -61,6 +61,6 @@ public final class TransportLoop: Sendable {
     /// Runs `work` on the loop thread, after work queued before it. Never blocks. Dropped once
     /// the loop has stopped.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        core.enqueue(work)
+        engine.enqueue(work)
     }
 }

@@ -12,7 +12,7 @@ import SwiftProtobuf
 /// handler delays only its own call. Register handlers before clients call: a call to a method
 /// not registered yet is answered UNIMPLEMENTED.
 public final class RpcServer: Sendable {
-    let core: RpcServerEngine
+    let engine: RpcServerEngine
     private let loop: TransportLoop
     /// The endpoints as bound, with real ports.
     public let boundEndpoints: [String]
@@ -37,13 +37,13 @@ public final class RpcServer: Sendable {
         // What a burst can get past a closed door before it closes (see ConnectionLimiter).
         try socket.set(.backlog, ConnectionLimiter.listenBacklog)
         try configuration.security?.apply(to: socket)
-        let core = RpcServerEngine(loop: loop.core, socket: socket, configuration: configuration)
-        // Before binding, so that no connection goes unseen; the core is held weakly (the loop
+        let engine = RpcServerEngine(loop: loop.engine, socket: socket, configuration: configuration)
+        // Before binding, so that no connection goes unseen; the engine is held weakly (the loop
         // holds the monitor until the socket closes).
         let monitor = try SocketMonitor.start(
             watching: socket, allowList: configuration.security?.allowList, limiter: configuration.connectionLimiter,
-            loop: loop.core, onDisconnect: { [weak core] fd in core?.connectionClosed(fd) })
-        core.attach(monitor: monitor)
+            loop: loop.engine, onDisconnect: { [weak engine] fd in engine?.connectionClosed(fd) })
+        engine.attach(monitor: monitor)
         var bound: [String] = []
         for endpoint in configuration.endpoints {
             try socket.bind(endpoint)
@@ -52,17 +52,17 @@ public final class RpcServer: Sendable {
         boundEndpoints = bound
         configuration.connectionLimiter?.guardListeners(of: ObjectIdentifier(socket), boundTo: bound)
         self.loop = loop
-        self.core = core
-        loop.core.attach(core)
+        self.engine = engine
+        loop.engine.attach(engine)
         // A removed key's calls end at once, streams included.
-        configuration.security?.allowList.onRemoval { [weak core] in
-            guard let core else { return }
-            core.loop.enqueue { core.cancelRevokedCalls() }
+        configuration.security?.allowList.onRemoval { [weak engine] in
+            guard let engine else { return }
+            engine.loop.enqueue { engine.cancelRevokedCalls() }
         }
     }
 
     deinit {
-        loop.core.detach(core)
+        loop.engine.detach(engine)
     }
 
     /// Serves a unary method: the handler's result (or thrown error) is the call's one END.
@@ -73,7 +73,7 @@ public final class RpcServer: Sendable {
         _ handler: @escaping @Sendable (Req, RpcCall) async throws(RpcError) -> Res
     ) {
         precondition(!method.serverStreaming, "\(method.path) is server-streaming: register it with register(streaming:)")
-        core.handlers.withLock {
+        engine.handlers.withLock {
             $0[method.path] = MethodHandler(minimumRole: role) { payload, call, _ in
                 let request: Req
                 switch WireCoding.decodeRequest(Req.self, payload) {
@@ -102,7 +102,7 @@ public final class RpcServer: Sendable {
         _ handler: @escaping @Sendable (Req, RpcCall, RpcStreamWriter<Res>) async throws(RpcError) -> Void
     ) {
         precondition(method.serverStreaming, "\(method.path) is unary: register it with register(_:_:)")
-        core.handlers.withLock {
+        engine.handlers.withLock {
             $0[method.path] = MethodHandler(minimumRole: role) { payload, call, sink in
                 let request: Req
                 switch WireCoding.decodeRequest(Req.self, payload) {
@@ -121,25 +121,31 @@ public final class RpcServer: Sendable {
 
     /// New calls are answered UNAVAILABLE ("the server is shutting down"); calls in flight go on.
     public func stopAccepting() {
-        core.stopAccepting()
+        engine.stopAccepting()
     }
 
     /// Stops accepting, waits up to `grace` for the calls in flight, then ends the rest with
     /// UNAVAILABLE (their handlers see `isCancelled`). Call before stopping the loop.
     public func shutdown(grace: Duration) async {
-        core.stopAccepting()
+        engine.stopAccepting()
         let giveUp = ContinuousClock.now + grace
         // Polling is enough here: shutdown happens once, and a 5 ms step costs nothing.
-        while core.running.load(ordering: .relaxed) > 0 && ContinuousClock.now < giveUp && !Task.isCancelled {
+        while engine.running.load(ordering: .relaxed) > 0 && ContinuousClock.now < giveUp && !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let core = self.core
-        await loop.core.barrier { core.cancelAll(RpcError(.unavailable, "the server is shutting down")) }
+        let engine = self.engine
+        await loop.engine.barrier { engine.cancelAll(RpcError(.unavailable, "the server is shutting down")) }
+    }
+
+    /// Lets go of every handler (and what they hold, which may hold this server), once no call
+    /// can reach them: after `shutdown`.
+    public func removeHandlers() {
+        engine.handlers.withLock { $0.removeAll() }
     }
 
     public var statistics: RpcServerStatistics {
-        var statistics = core.counters.withLock { $0 }
-        statistics.inFlight = core.running.load(ordering: .relaxed)
+        var statistics = engine.counters.withLock { $0 }
+        statistics.inFlight = engine.running.load(ordering: .relaxed)
         return statistics
     }
 }
