@@ -451,13 +451,16 @@ extension ManagedSession {
                                 newestAudio: lastRead.map { read in
                                     (streamOrigin.map { $0.instant + .seconds(read.streamTime) } ?? read.instant, read.streamTime)
                                 }, restarts: restarts, lastRestart: lastRestart)
-            channel.shared.withLock { s in
+            let observers = channel.shared.withLock { s -> [AsyncStream<Status>.Continuation] in
                 let changed = s.status.state != status.state || s.status.captureProblem != status.captureProblem
                     || s.status.restarts != status.restarts
                 s.status = status
                 s.currentMatchInstant = instant
-                if changed { for o in s.statusObservers.values { o.yield(status) } }
+                return changed ? Array(s.statusObservers.values) : []
             }
+            // Outside the lock: a yield may resume a task while a cancel of that task holds the
+            // task's own lock and runs the stream's onTermination, which takes this one.
+            for o in observers { o.yield(status) }
         }
     }
 }
