@@ -46,7 +46,9 @@ public final class Daemon: Sendable {
         if stopRequested() { throw DaemonSignals.stoppedDuringStartUp }
 
         let source = DaemonAudioSource(c)
-        let session = ManagedSession(catalogs: registry.catalogSet, staysPrepared: true,
+        // The enabled catalogs at start, read once: nothing changes them until `follow` attaches.
+        let startSet = registry.catalogSet
+        let session = ManagedSession(catalogs: startSet, staysPrepared: true,
                                      attemptInterval: Double(c.attemptIntervalMilliseconds) / 1000, source: source.open)
         self.session = session
         // From here on a step that fails undoes what the earlier ones started, in this one place.
@@ -84,14 +86,14 @@ public final class Daemon: Sendable {
             throw error
         }
 
-        let recognizer = RecognizerService(session: session, catalogs: registry.catalogSet, feed: feed, library: library)
+        let recognizer = RecognizerService(session: session, catalogs: startSet, feed: feed, library: library)
         recognizer.register(on: server)
         sessionService.register(on: server)
         catalogs.register(on: server)
         cues.register(on: server)
         library?.register(on: server)
         health.register(on: server)
-        StartUpReport.log(registry: registry, enabled: registry.catalogSet, source: source.name,
+        StartUpReport.log(registry: registry, enabled: startSet, source: source.name,
                           rpc: server.boundEndpoints, events: publisher.boundEndpoints, logger: logger)
         Self.follow(registry, session: session, recognizer: recognizer, cues: cues, events: events, catalogs: catalogs)
         watcher = c.watchCatalogFolder ? CatalogFolderWatcher(registry: registry, logger: logger) : nil
