@@ -45,9 +45,9 @@ if [[ "${1:-}" != library ]]; then
         $sudo apt-get install -y "${need[@]}" || { $sudo apt-get update && $sudo apt-get install -y "${need[@]}"; }
     fi
 
-    if [[ "${1:-}" == second-corpus ]]; then
-        EARSHOT_CORPUS_PACKAGES="$second_corpus_packages" scripts/fetch-benchmark-corpus.sh "$second_corpus"
-    else
+    # The second corpus is also the recognition benchmark's other music: negatives never in its catalog.
+    EARSHOT_CORPUS_PACKAGES="$second_corpus_packages" scripts/fetch-benchmark-corpus.sh "$second_corpus"
+    if [[ "${1:-}" != second-corpus ]]; then
         EARSHOT_CORPUS_PACKAGES= scripts/fetch-benchmark-corpus.sh "$root/benchmarks/cache"
     fi
 fi
@@ -66,6 +66,8 @@ if [[ ${args[0]} == second-corpus ]]; then
     [[ " ${args[*]} " == *" --quick "* ]] && results="$root/benchmarks/cache/RESULTS-second-corpus-quick.md"
     details="$root/benchmarks/cache/second-corpus-queries.tsv"
     args=(recognition --corpus "$second_corpus" --results "$results" --details "$details" "${args[@]:1}")
+elif [[ ${args[0]} == recognition || ${args[0]} == all ]]; then
+    args+=(--negative-corpus "$second_corpus")
 fi
 "$bin" "${args[@]}" 2>&1 | tee "$root/benchmarks/cache/last-run.log"
 

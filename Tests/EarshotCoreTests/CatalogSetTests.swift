@@ -85,6 +85,44 @@ struct CatalogSetTests {
         #expect(compared >= 10, "most queries match")
     }
 
+    /// Catalogs that accept the same query durations are searched as one catalog holding all
+    /// their references: the same items, places, skews and confidences, each item labelled with
+    /// its catalog and numbered within it; and a followed place is found again in its catalog.
+    @Test func catalogsSearchedTogetherAnswerAsOneCatalogOfThemAll() throws {
+        let songs = (0..<3).map { SyntheticMusic.make(seed: UInt64(760 + $0), duration: 24) }
+        var all = CustomCatalog()
+        var members: [CatalogSet.Member] = []
+        for (k, song) in songs.enumerated() {
+            let signature = try SyntheticSignature.of(song)
+            try all.addReferenceSignature(signature, representing: [MediaItem(id: "song\(k)")])
+            var one = CustomCatalog()
+            try one.addReferenceSignature(signature, representing: [MediaItem(id: "song\(k)")])
+            members.append(.init(name: "part\(k)", version: k + 1, catalog: try MappedCatalog(bytes: try one.dataRepresentation())))
+        }
+        let whole = Matcher(catalog: try MappedCatalog(bytes: try all.dataRepresentation()))
+        let set = CatalogSetMatcher(CatalogSet(members))
+        var compared = 0
+        for (k, song) in songs.enumerated() {
+            let clean = SyntheticSignature.excerpt(song, start: 5, duration: 8)
+            for samples in [clean, Degradations.addWhiteNoise(clean, snr: -3, seed: UInt64(k)), Degradations.changeSpeed(clean, by: 0.97)] {
+                let query = try SyntheticSignature.of(samples)
+                let alone = whole.match(query).mediaItems, together = set.match(query).mediaItems
+                #expect(alone.map(\.mediaItem.id) == together.map(\.mediaItem.id))
+                #expect(alone.map(\.matchOffset) == together.map(\.matchOffset))
+                #expect(alone.map(\.frequencySkew) == together.map(\.frequencySkew))
+                #expect(alone.map(\.confidence) == together.map(\.confidence))
+                guard let top = together.first else { continue }
+                compared += 1
+                #expect(top.mediaItem.id == "song\(k)" && top.catalogName == "part\(k)" && top.catalogVersion == k + 1)
+                #expect(top.referenceIndex == 0)
+                let followed = set.support(query, following: top, expectedOffset: top.predictedCurrentMatchOffset)
+                #expect(followed?.catalogName == "part\(k)")
+                #expect(abs((followed?.matchOffset ?? -1) - top.matchOffset) < 0.05)
+            }
+        }
+        #expect(compared >= 7, "most queries match")
+    }
+
     /// A query longer than a member accepts is cut to its last seconds for that member; the
     /// offset still refers to the start of the whole query.
     @Test func aLongQueryIsCutForACatalogWithShorterLimits() throws {

@@ -142,7 +142,8 @@ struct PeakSearchTests {
         #expect(MatchThresholds.peakSearchScore(inliers: 2, requiredInliers: minimum) == MatchThresholds.peakSearchScore)
         #expect(MatchThresholds.peakSearchScore(inliers: confirmation - 1, requiredInliers: minimum) == MatchThresholds.peakSearchScore)
         // At the anchors a confirmation starts from, more than it asks (80 places, not a few)…
-        #expect(MatchThresholds.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5)
+        #expect(MatchThresholds.peakSearchScore(inliers: confirmation, requiredInliers: minimum) == 5.5)
+        #expect(MatchThresholds.peakSearchScore(inliers: confirmation + 1, requiredInliers: minimum) == 5)
         for inliers in confirmation...(confirmation + 1) {
             #expect(MatchThresholds.peakSearchScore(inliers: inliers, requiredInliers: minimum)
                 > MatchThresholds.confirmationScore(inliers: inliers, requiredInliers: minimum))
@@ -166,13 +167,13 @@ struct PeakSearchTests {
         #expect(MatchThresholds.peakSearchLeastScore > 0)
     }
 
-    /// A search's confirmation asks most of a candidate with fewest anchors (4 at 4, 3.5 at 5),
+    /// A search's confirmation asks most of a candidate with fewest anchors (5 at 4, 4.5 at 5),
     /// from 6 on what a session's check always asks, and a larger catalog moves that one anchor
     /// later per anchor it requires more.
     @Test func aConfirmationAsksMoreOfFewerAnchors() {
         let confirmation = Matcher.confirmationFloor, minimum = Matcher.minimumInliers
-        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum) == 4)
-        #expect(MatchThresholds.confirmationScore(inliers: confirmation + 1, requiredInliers: minimum) == 3.5)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum) == 5)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation + 1, requiredInliers: minimum) == 4.5)
         #expect(MatchThresholds.confirmationScore(inliers: confirmation + 2, requiredInliers: minimum) == Matcher.verificationScore)
         var previous = Double.infinity
         for inliers in confirmation...30 {
@@ -183,7 +184,7 @@ struct PeakSearchTests {
             previous = score
         }
         // In a larger catalog, the floor's score is still the most asked.
-        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum + 1) == 4)
+        #expect(MatchThresholds.confirmationScore(inliers: confirmation, requiredInliers: minimum + 1) == 5)
         #expect(Matcher.verificationScore > 0)
     }
 }

@@ -396,10 +396,15 @@ public final class MappedCatalog: @unchecked Sendable {
 
     /// The reference containing global `frame`, if any.
     public func referenceIndex(containing frame: Int) -> Int? {
-        var lo = 0, hi = referenceStarts.count
+        Self.referenceIndex(containing: frame, starts: referenceStarts, references: references)
+    }
+
+    /// The one of `references` (in timeline order, starting at `starts`) containing `frame`.
+    static func referenceIndex(containing frame: Int, starts: [Int], references: [Reference]) -> Int? {
+        var lo = 0, hi = starts.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if referenceStarts[mid] <= frame { lo = mid + 1 } else { hi = mid }
+            if starts[mid] <= frame { lo = mid + 1 } else { hi = mid }
         }
         let i = lo - 1
         guard i >= 0, frame < references[i].startFrame + references[i].frameCount else { return nil }

@@ -3,7 +3,7 @@
 /// the evidence, whose slope is the speed and whose intercept is the offset; the ratio of query to
 /// reference anchor frequencies gives the pitch.
 final class CandidateFitter {
-    private let catalog: MappedCatalog
+    private let catalog: SearchedCatalogs
     private let hits: HitCollector
     private let requiredInliers: Int
     /// `OffsetHistogram.margin` of the bins fitted.
@@ -24,7 +24,7 @@ final class CandidateFitter {
     private var inlierFrames: [Int32] = []
     private var lineFit = LineFit()
 
-    init(catalog: MappedCatalog, hits: HitCollector, histogram: OffsetHistogram, requiredInliers: Int) {
+    init(catalog: SearchedCatalogs, hits: HitCollector, histogram: OffsetHistogram, requiredInliers: Int) {
         self.catalog = catalog
         self.hits = hits
         self.requiredInliers = requiredInliers

@@ -5,14 +5,14 @@ import RealModule
 /// when those peaks stand far enough above chance (`confirmed`): a room breaks most landmarks
 /// but leaves single peaks in place.
 final class CandidateVerification {
-    private let catalog: MappedCatalog
+    private let catalog: SearchedCatalogs
     private let requiredInliers: Int
     /// Every peak of the query being searched.
     var signaturePeaks: [Peak] = []
     /// Per reference, its peak cursors once made (`peakCursors(ofReference:)`).
     private var knownPeakCursors: [[MappedCatalog.PeakCursor]?]
 
-    init(catalog: MappedCatalog, requiredInliers: Int) {
+    init(catalog: SearchedCatalogs, requiredInliers: Int) {
         self.catalog = catalog
         self.requiredInliers = requiredInliers
         knownPeakCursors = Array(repeating: nil, count: catalog.referenceCount)
@@ -30,8 +30,9 @@ final class CandidateVerification {
     /// The query's peaks against the reference's stored peaks where candidate `c` places them.
     func check(_ c: Matcher.Candidate, queryFrames: Double) -> PeakVerification.Result {
         let cursors = peakCursors(ofReference: c.referenceIndex)
+        let (member, reference) = catalog.local(c.referenceIndex)
         return signaturePeaks.withUnsafeBufferPointer {
-            PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
+            PeakVerification.check($0, queryFrames: Float(queryFrames), catalog: catalog.members[member], reference: reference,
                                    offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio, cursors: cursors)
         }
     }
@@ -40,8 +41,9 @@ final class CandidateVerification {
     /// (`PeakVerification.chanceAtShifts`).
     private func chanceAtShifts(_ c: Matcher.Candidate, queryFrames: Double) -> Double? {
         let cursors = peakCursors(ofReference: c.referenceIndex)
+        let (member, reference) = catalog.local(c.referenceIndex)
         return signaturePeaks.withUnsafeBufferPointer {
-            PeakVerification.chanceAtShifts($0, queryFrames: Float(queryFrames), catalog: catalog, reference: c.referenceIndex,
+            PeakVerification.chanceAtShifts($0, queryFrames: Float(queryFrames), catalog: catalog.members[member], reference: reference,
                                             offset: c.offset, timeScale: c.timeScale, pitch: c.pitchRatio, cursors: cursors)
         }
     }
@@ -51,7 +53,8 @@ final class CandidateVerification {
     private func peakCursors(ofReference r: Int) -> [MappedCatalog.PeakCursor] {
         guard catalog.references[r].peakRecordCount > MatchThresholds.peakCursorThreshold else { return [] }
         if let known = knownPeakCursors[r] { return known }
-        let made = catalog.peakCursors(ofReference: r)
+        let (member, reference) = catalog.local(r)
+        let made = catalog.members[member].peakCursors(ofReference: reference)
         knownPeakCursors[r] = made
         return made
     }
@@ -71,11 +74,12 @@ final class CandidateVerification {
         let explained = c.inliers + c.alignedHits
         // Chance at the shifts only raises the expectation, which lowers a score above 0: a
         // candidate the density alone turns away (the threshold is above 0) needs no more looks.
-        guard check.score(explained: explained) >= score,
-              check.withChance(atShifts: chanceAtShifts(c, queryFrames: queryFrames)).score(explained: explained) >= score
-        else { return nil }
+        guard check.score(explained: explained) >= score else { return nil }
+        let atShifts = check.withChance(atShifts: chanceAtShifts(c, queryFrames: queryFrames)).score(explained: explained)
+        guard atShifts >= score else { return nil }
         var c = c
         c.confidence = Self.confidence(inliers: requiredInliers, required: requiredInliers)
+        c.peakScore = atShifts
         return c
     }
 }

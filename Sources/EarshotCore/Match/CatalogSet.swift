@@ -30,25 +30,39 @@ public struct CatalogSet: Sendable {
     public var maximumQueryDuration: Double? { members.map(\.catalog.maximumQuerySignatureDuration).max() }
 }
 
-/// Matches a signature against every catalog of a `CatalogSet` (one `Matcher` each) and merges
-/// the answers, best first, each item labelled with its catalog. A query longer than a
-/// member accepts is cut to its last seconds for that member; a member whose minimum the query
-/// does not reach is skipped. Like `Matcher`, one instance serves one thread at a time.
+/// Matches a signature against every catalog of a `CatalogSet` and answers best first, each item
+/// labelled with its catalog. Catalogs that accept the same query durations (the usual case) are
+/// searched together, as one catalog of their total size (`SearchedCatalogs`): one search, not
+/// one per catalog. Otherwise each has its own `Matcher` and the answers are merged: a query
+/// longer than a member accepts is cut to its last seconds for that member, and a member whose
+/// minimum the query does not reach is skipped. Like `Matcher`, one instance serves one thread
+/// at a time.
 public final class CatalogSetMatcher {
     public private(set) var catalogs: CatalogSet
-    private var matchers: [Matcher]
+    /// The one search over every member, when they can share one.
+    private var joint: Matcher?
+    /// One matcher per member, when they cannot.
+    private var matchers: [Matcher] = []
 
     public init(_ catalogs: CatalogSet) {
         self.catalogs = catalogs
-        matchers = catalogs.members.map { Matcher(catalog: $0.catalog) }
+        use(catalogs)
     }
 
-    /// Switches to `catalogs`, keeping the matchers (and their scratch space) of members that stay.
+    /// Switches to `catalogs`, keeping the matchers (and their scratch space) that still serve.
     public func use(_ catalogs: CatalogSet) {
+        let members = catalogs.members.map(\.catalog)
+        defer { self.catalogs = catalogs }
+        if let joint, joint.catalogs.members.map(ObjectIdentifier.init) == members.map(ObjectIdentifier.init) { return }
+        if let searched = SearchedCatalogs(members) {
+            joint = Matcher(searching: searched)
+            matchers = []
+            return
+        }
+        joint = nil
         var kept: [ObjectIdentifier: Matcher] = [:]
         for m in matchers { kept[ObjectIdentifier(m.catalog)] = m }
-        matchers = catalogs.members.map { kept[ObjectIdentifier($0.catalog)] ?? Matcher(catalog: $0.catalog) }
-        self.catalogs = catalogs
+        matchers = members.map { kept[ObjectIdentifier($0)] ?? Matcher(catalog: $0) }
     }
 
     /// `item` again, if `signature` (ending where `item` is predicted at `expectedOffset`) still
@@ -57,12 +71,15 @@ public final class CatalogSetMatcher {
     /// `minimumInliers` aligned anchors.
     public func support(_ signature: Signature, following item: MatchedMediaItem, expectedOffset: Double,
                         minimumInliers: Int? = nil) -> MatchedMediaItem? {
-        guard let i = catalogs.members.firstIndex(where: { $0.name == item.catalogName }) else { return nil }
+        guard let i = catalogs.members.firstIndex(where: { $0.name == item.catalogName }),
+              item.referenceIndex >= 0, item.referenceIndex < catalogs.members[i].catalog.referenceCount
+        else { return nil }
         let speed = 1 + item.timeSkew
         let start = expectedOffset - signature.duration * speed
-        guard let c = matchers[i].candidate(signature, reference: item.referenceIndex, offset: start, timeScale: speed,
-                                            pitch: 1 + item.frequencySkew,
-                                            minimumInliers: minimumInliers)
+        let matcher = joint ?? matchers[i]
+        let reference = joint.map { $0.catalogs.joint(member: i, reference: item.referenceIndex) } ?? item.referenceIndex
+        guard let c = matcher.candidate(signature, reference: reference, offset: start, timeScale: speed,
+                                        pitch: 1 + item.frequencySkew, minimumInliers: minimumInliers)
         else { return nil }
         var kept = item
         kept.matchOffset = c.offset
@@ -77,10 +94,12 @@ public final class CatalogSetMatcher {
     /// What `match` answers when no catalog is enabled.
     public static let noCatalog = EarshotError.catalogInvalid("no catalog is enabled: install or enable one (earshot remote catalog push / enable)")
 
-    /// Matches `signature` against every member. Like one matcher over one catalog, the search
-    /// stops at unchanged speed when any member holds a clear match there; only when none does
-    /// are the other speeds searched, in every member.
+    /// Matches `signature` against every member: in one search when they share one; otherwise
+    /// member by member, where, as in one matcher over one catalog, the search stops at unchanged
+    /// speed when any member holds a clear match there, and only when none does are the other
+    /// speeds searched, in every member.
     public func match(_ signature: Signature) -> MatchResult {
+        if let joint { return match(signature, together: joint) }
         guard !matchers.isEmpty else { return .error(Self.noCatalog) }
         // Each member's query: the signature, cut to the member's maximum (nil: too short for it).
         var queries: [(query: Signature, cut: Double)?] = []
@@ -134,6 +153,31 @@ public final class CatalogSetMatcher {
         }
         if items.isEmpty { return firstError.map { .error($0) } ?? .noMatch }
         return .match(Self.ranked(items))
+    }
+
+    /// Every member searched by one matcher: a query longer than they accept is cut to its last
+    /// seconds, and each item is labelled with its catalog and numbered within it.
+    private func match(_ signature: Signature, together joint: Matcher) -> MatchResult {
+        let searched = joint.catalogs
+        var query = signature, cut = 0.0
+        if signature.duration > searched.maximumQuerySignatureDuration + Matcher.durationSlack {
+            cut = signature.duration - searched.maximumQuerySignatureDuration
+            guard let last = try? signature.slice(from: cut, duration: searched.maximumQuerySignatureDuration) else {
+                return joint.match(signature)
+            }
+            query = last
+        }
+        let result = joint.match(query)
+        guard case .match(let found) = result else { return result }
+        return .match(found.map { found in
+            var item = found
+            let (m, reference) = searched.local(found.referenceIndex)
+            item.referenceIndex = reference
+            item.catalogName = catalogs.members[m].name
+            item.catalogVersion = catalogs.members[m].version
+            item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -cut)
+            return item
+        })
     }
 
     /// Each member's candidates, without the peak search's (`Matcher.Candidate.lastResort`) when

@@ -4,7 +4,7 @@
 /// one just made (`collect(...beyond:)`), and the room search's hits are set aside while the other
 /// hypotheses are searched (`swapHeld`).
 final class HitCollector {
-    private let catalog: MappedCatalog
+    private let catalog: SearchedCatalogs
     /// The query's strongest peaks (`PeakSelection.query`): what its landmarks are made of.
     private var queryPeaks: [Peak] = []
     /// Hit `i` is at `queryFrame[i]` of the query and `referenceFrame[i]` of the catalog's timeline.
@@ -41,7 +41,7 @@ final class HitCollector {
     }
     private var held = HeldHits()
 
-    init(catalog: MappedCatalog) {
+    init(catalog: SearchedCatalogs) {
         self.catalog = catalog
     }
 

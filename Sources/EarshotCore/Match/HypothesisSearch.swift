@@ -41,8 +41,10 @@ struct HypothesisSearch {
             var check: PeakVerification.Result?
             if let peakScore {
                 let result = verification.check(c, queryFrames: queryFrames)
-                guard result.score(explained: c.inliers + c.alignedHits) >= peakScore else { continue }
+                let score = result.score(explained: c.inliers + c.alignedHits)
+                guard score >= peakScore else { continue }
                 check = result
+                c.peakScore = score
                 c.confidence = CandidateVerification.confidence(inliers: c.inliers - extraInliers, required: requiredInliers)
             }
             if c.inliers >= required || anchorStride > 1 {

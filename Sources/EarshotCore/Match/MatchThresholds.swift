@@ -56,8 +56,8 @@ enum MatchThresholds {
     static let confirmationFloor = 4
     /// Peak score a confirmation asks: other music of the same album scores up to 1.5, right places 3 or more (benchmarks/studies/confirmation-chance-at-shifts.md).
     static let verificationScore = 3.0
-    /// Scores at `confirmationFloor` anchors and one more: negatives confirmed there score 3.0–3.7, right places mostly 3.9 up (benchmarks/studies/confirmation-chance-at-shifts.md).
-    static let fewAnchorConfirmationScores = [4.0, 3.5]
+    /// Scores at `confirmationFloor` anchors and one more: chance places of other music reach 4.9 there, right places mostly score 5 up (benchmarks/studies/confidence-at-the-bottom.md).
+    static let fewAnchorConfirmationScores = [5.0, 4.5]
     /// Seconds a session's followed place may move in the fit and still be the place asked about (set with the session, not measured on its own).
     static let followedPlaceTolerance = 0.5
 
@@ -79,6 +79,8 @@ enum MatchThresholds {
     static let peakSearchScoreStep = 1.0
     /// The least asked of any place: above 0, which `CandidateVerification.confirmed` relies on (benchmarks/studies/peak-search.md).
     static let peakSearchLeastScore = 1.0
+    /// More than a confirmation asks at its fewest anchors: the peak search looks at up to 80 places, a search's confirmation at a few (benchmarks/studies/confidence-at-the-bottom.md).
+    static let peakSearchFewAnchorMargin = 0.5
 
     // MARK: Which place leads
 
@@ -115,8 +117,8 @@ enum MatchThresholds {
         return required
     }
 
-    /// The score a search's confirmation asks of a candidate with `inliers` aligned anchors: 4 at
-    /// 4, 3.5 at 5, `verificationScore` from 6, as many anchors later as the catalog requires beyond
+    /// The score a search's confirmation asks of a candidate with `inliers` aligned anchors: 5 at
+    /// 4, 4.5 at 5, `verificationScore` from 6, as many anchors later as the catalog requires beyond
     /// `minimumInliers`. The anchors are counted as found: the room search's and a refined
     /// hypothesis's extra anchors are not taken off.
     static func confirmationScore(inliers: Int, requiredInliers: Int) -> Double {
@@ -124,12 +126,14 @@ enum MatchThresholds {
         return beyond < fewAnchorConfirmationScores.count ? fewAnchorConfirmationScores[beyond] : verificationScore
     }
 
-    /// The score the peak search asks of a place with `inliers` aligned anchors: 6 at 2–3, 5 at 4,
-    /// 4 at 5 … 2 at 7, 1 from 8, as many anchors later as the catalog requires beyond
-    /// `minimumInliers`.
+    /// The score the peak search asks of a place with `inliers` aligned anchors: 6 at 2–3, 5.5 at
+    /// 4, 5 at 5 (`peakSearchFewAnchorMargin` over a confirmation there), 3 at 6, 2 at 7, 1 from 8,
+    /// as many anchors later as the catalog requires beyond `minimumInliers`.
     static func peakSearchScore(inliers: Int, requiredInliers: Int) -> Double {
         let beyond = anchors(inliers, beyond: confirmationFloor - 1, requiredInliers: requiredInliers)
-        return max(peakSearchLeastScore, peakSearchScore - peakSearchScoreStep * Double(beyond))
+        let falling = max(peakSearchLeastScore, peakSearchScore - peakSearchScoreStep * Double(beyond))
+        let confirmation = confirmationScore(inliers: inliers, requiredInliers: requiredInliers)
+        return confirmation > verificationScore ? max(falling, confirmation + peakSearchFewAnchorMargin) : falling
     }
 
     /// Where a schedule of scores by aligned anchors stands: `inliers` past `start` (0 at or below

@@ -19,7 +19,10 @@
 /// Every tuned number is in `MatchThresholds`. A matcher owns reusable scratch space: one
 /// instance serves one thread at a time.
 public final class Matcher {
+    /// The catalog searched (the first of them, for a matcher `CatalogSetMatcher` makes over several).
     public let catalog: MappedCatalog
+    /// Every catalog searched, on one timeline; a candidate's `referenceIndex` numbers across them.
+    let catalogs: SearchedCatalogs
 
     /// How the query is mapped into reference coordinates before hashing (`LandmarkHasher`).
     public struct Hypothesis: Sendable, Equatable {
@@ -94,6 +97,10 @@ public final class Matcher {
         /// Found by the peak search alone (`PeakSearch.lastResort`): it counts only when nothing
         /// else is found, within one catalog and across the catalogs searched together.
         public var lastResort = false
+        /// The reference's peaks at this place, standard deviations above chance
+        /// (`PeakVerification.Result.score`), when a search checked them: a room candidate, a
+        /// confirmation, the peak search's places.
+        public var peakScore: Double?
     }
 
     /// Fewest inliers a candidate needs without the peak check (from `confirmationFloor` up to
@@ -117,31 +124,38 @@ public final class Matcher {
     private let search: HypothesisSearch
     private let peakSearch: PeakSearch
 
-    public init(catalog: MappedCatalog) {
-        self.catalog = catalog
-        requiredInliers = MatchThresholds.requiredInliers(entryCount: catalog.entryCount)
+    public convenience init(catalog: MappedCatalog) {
+        self.init(searching: SearchedCatalogs(single: catalog))
+    }
+
+    /// A matcher over several catalogs at once (`SearchedCatalogs`): the evidence a match needs
+    /// is that of one catalog of their total size.
+    init(searching catalogs: SearchedCatalogs) {
+        self.catalog = catalogs.members[0]
+        self.catalogs = catalogs
+        requiredInliers = MatchThresholds.requiredInliers(entryCount: catalogs.entryCount)
         evidenceFloor = requiredInliers
-        let margin = Int(2 * catalog.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
-        let histogram = OffsetHistogram(timelineFrames: catalog.timelineFrames, margin: margin)
-        hits = HitCollector(catalog: catalog)
+        let margin = Int(2 * catalogs.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
+        let histogram = OffsetHistogram(timelineFrames: catalogs.timelineFrames, margin: margin)
+        hits = HitCollector(catalog: catalogs)
         bins = BinRanking(histogram: histogram, hits: hits)
-        fitter = CandidateFitter(catalog: catalog, hits: hits, histogram: histogram, requiredInliers: requiredInliers)
-        verification = CandidateVerification(catalog: catalog, requiredInliers: requiredInliers)
+        fitter = CandidateFitter(catalog: catalogs, hits: hits, histogram: histogram, requiredInliers: requiredInliers)
+        verification = CandidateVerification(catalog: catalogs, requiredInliers: requiredInliers)
         search = HypothesisSearch(hits: hits, bins: bins, fitter: fitter, verification: verification,
                                   requiredInliers: requiredInliers)
-        peakSearch = PeakSearch(catalog: catalog, hits: hits, bins: bins, fitter: fitter, verification: verification)
+        peakSearch = PeakSearch(catalog: catalogs, hits: hits, bins: bins, fitter: fitter, verification: verification)
     }
 
     /// One match attempt. Refuses signatures outside the catalog's query duration limits.
     public func match(_ signature: Signature) -> MatchResult {
         let slack = MatchThresholds.durationSlack
-        guard signature.duration + slack >= catalog.minimumQuerySignatureDuration else {
+        guard signature.duration + slack >= catalogs.minimumQuerySignatureDuration else {
             return .error(.signatureDurationInvalid(
-                "query is \(signature.duration.decimalText(places: 2)) s; this catalog needs at least \(catalog.minimumQuerySignatureDuration.decimalText(places: 2)) s"))
+                "query is \(signature.duration.decimalText(places: 2)) s; this catalog needs at least \(catalogs.minimumQuerySignatureDuration.decimalText(places: 2)) s"))
         }
-        guard signature.duration <= catalog.maximumQuerySignatureDuration + slack else {
+        guard signature.duration <= catalogs.maximumQuerySignatureDuration + slack else {
             return .error(.signatureDurationInvalid(
-                "query is \(signature.duration.decimalText(places: 2)) s; this catalog accepts at most \(catalog.maximumQuerySignatureDuration.decimalText(places: 2)) s"))
+                "query is \(signature.duration.decimalText(places: 2)) s; this catalog accepts at most \(catalogs.maximumQuerySignatureDuration.decimalText(places: 2)) s"))
         }
         return result(of: referenceCandidates(signature), for: signature)
     }
@@ -150,14 +164,14 @@ public final class Matcher {
     public func result(of candidates: [Candidate], for signature: Signature) -> MatchResult {
         var results: [MatchedMediaItem] = []
         for c in candidates {
-            let items = catalog.mediaItems(ofReference: c.referenceIndex)
-            let duration = catalog.references[c.referenceIndex].duration
+            let items = catalogs.mediaItems(ofReference: c.referenceIndex)
+            let duration = catalogs.references[c.referenceIndex].duration
             // A query whose end lies past the reference's (the programme ended, or jumped) is
             // placed at the end: nothing of the reference plays later than that.
             let current = min(MatchedMediaItem.offset(c.offset, timeSkew: c.timeScale - 1, after: signature.duration), duration)
             // Time-ranged items follow the current position, as a second screen shows what is on now.
             guard let selected = MediaItemSelection.select(items, offset: current, frequencySkew: c.pitchRatio - 1,
-                                                           basicItemID: "reference-\(c.referenceIndex)")
+                                                           basicItemID: "reference-\(catalogs.local(c.referenceIndex).reference)")
             else { continue }
             for item in selected {
                 results.append(MatchedMediaItem(
@@ -274,7 +288,7 @@ public final class Matcher {
     /// but "does this position hold too", which chance rarely answers yes at one given offset.
     public func candidate(_ signature: Signature, reference: Int, offset: Double, timeScale: Double, pitch: Double,
                           minimumInliers: Int? = nil) -> Candidate? {
-        guard reference >= 0, reference < catalog.referenceCount, offset.isFinite, timeScale.isFinite, pitch.isFinite
+        guard reference >= 0, reference < catalogs.referenceCount, offset.isFinite, timeScale.isFinite, pitch.isFinite
         else { return nil }
         hits.query(signature)
         // A pitch error moves an anchor by up to 255 × the error in bins, a time error a pair's
@@ -286,7 +300,7 @@ public final class Matcher {
         guard let h = hypotheses.indices.min(by: { distance(hypotheses[$0]) < distance(hypotheses[$1]) }) else { return nil }
         hits.collect(hypothesis: h, anchorStride: 1, within: bins.histogram)
         let hop = FingerprintParameters.hopDuration
-        let frames = Double(catalog.references[reference].startFrame) + offset / hop
+        let frames = Double(catalogs.references[reference].startFrame) + offset / hop
         guard frames.magnitude < Double(Int32.max), let bin = bins.histogram.bin(ofOffset: Int(frames.rounded())) else { return nil }
         let queryFrames = signature.duration / hop
         let needed = minimumInliers ?? requiredInliers

@@ -6,7 +6,7 @@
 /// two or three hits cannot measure a slope, and a slope fitted freely between 0.94 and 1.06
 /// misplaces the query's end by up to half a second — and confirmed by the reference's peaks.
 struct PeakSearch {
-    let catalog: MappedCatalog
+    let catalog: SearchedCatalogs
     let hits: HitCollector
     let bins: BinRanking
     let fitter: CandidateFitter

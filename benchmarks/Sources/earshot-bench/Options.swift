@@ -9,6 +9,8 @@ struct Options {
     var command: Command = .recognition
     var root: String = ""
     var corpus: String = ""
+    /// Other music, never in the catalog, that negatives are also cut from (`--negative-corpus`).
+    var negativeCorpus: String?
     var results: String?
     var write = true
     var quick = false
@@ -89,6 +91,8 @@ struct Options {
                              subscriptions, library, cues); the idle row always runs
           --corpus DIR       corpus cache (default benchmarks/cache; made by
                              scripts/fetch-benchmark-corpus.sh)
+          --negative-corpus DIR  a second corpus cache whose files are all negatives too:
+                             other music of the same kind, never in the catalog
           --synthetic        use synthetic music instead of the corpus (no download needed)
           --no-decode-cache  decode the corpus again instead of reading benchmarks/cache/decoded
           --results PATH     where to write the Markdown results (default benchmarks/RESULTS.md)
@@ -128,6 +132,7 @@ struct Options {
             case "--conditions": o.conditions = try value(arg).split(separator: ",").map(String.init)
             case "--attacks": o.attacks = try value(arg).split(separator: ",").map(String.init)
             case "--corpus": o.corpus = try value(arg)
+            case "--negative-corpus": o.negativeCorpus = try value(arg)
             case "--synthetic": o.synthetic = true
             case "--no-decode-cache": o.decodeCache = false
             case "--keep-work": o.keepWork = true

@@ -23,9 +23,9 @@ struct Condition: Sendable {
         /// relative to the programme's (0: as loud as the TV; +5: louder); as a conversation,
         /// with pauses between turns, or without any (`SpeechPool.Talk.continuous`).
         case speech(ratio: Double, pauses: Bool = true)
-        /// Two people talking at once, over each other's pauses (babble): two cuts of the
-        /// `SpeechPool` summed, their joint active level `ratio` dB relative to the programme's.
-        case babble(ratio: Double)
+        /// Several people talking at once, over each other's pauses (babble): `talkers` cuts of
+        /// the `SpeechPool` summed, their joint active level `ratio` dB relative to the programme's.
+        case babble(talkers: Int, ratio: Double)
         /// Another piece of music (a held-out file) mixed in at `ratio` dB.
         case otherMusic(ratio: Double)
         /// Pitch only, tempo kept (`sox pitch`), in cents.
@@ -105,7 +105,7 @@ struct Condition: Sendable {
         // Conditions are only ever appended: seeds follow the position in this list, so the ones
         // above keep their queries.
         Condition(key: "babble0", name: "10 s + two people talking at once, as loud as the TV (0 dB)", length: 10,
-                  transform: .babble(ratio: 0), target: nil),
+                  transform: .babble(talkers: 2, ratio: 0), target: nil),
         // A film or programme sped up (PAL) or slowed, heard in a noisy room.
         Condition(key: "speed+4n5", name: "10 s speed +4 % + white noise 5 dB SNR", length: 10,
                   transform: .speedNoise(1.04, snr: 5), target: nil),
@@ -117,10 +117,14 @@ struct Condition: Sendable {
                   transform: .speech(ratio: 0, pauses: false), target: 80),
         Condition(key: "speech+5-nopause", name: "10 s + people talking without pauses, 5 dB louder than the TV", length: 10,
                   transform: .speech(ratio: 5, pauses: false), target: nil),
+        // A party or a pub: so many voices that the talk never pauses and no one voice leads.
+        Condition(key: "babble6", name: "10 s + six people talking at once, as loud as the TV (0 dB)", length: 10,
+                  transform: .babble(talkers: 6, ratio: 0), target: 85),
     ]
 
     /// The living-room conditions, also measured at scale.
-    static let livingRoom = ["speech0", "speech+5", "speech+10", "music0", "pitch+1", "pitch-1", "room0.3", "room0.8", "pink-5", "brown-5"]
+    static let livingRoom = ["speech0", "speech+5", "speech+10", "music0", "pitch+1", "pitch-1", "room0.3", "room0.8", "pink-5", "brown-5",
+                             "babble6"]
 
     /// The longest source span any condition cuts, which bounds where queries may start.
     static var longestSourceSpan: Double { all.map(\.sourceSpan).max()! }
@@ -236,12 +240,14 @@ final class QueryMaker {
             let talk = cut(pool, from: Int(rng.next() % UInt64(pool.count - length)), count: length)
             return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
                                     interferencePower: Degradations.activePower(talk, sampleRate: sr))
-        case .babble(let ratio):
+        case .babble(let talkers, let ratio):
             guard let speech = speech?.conversation, speech.count > length else { throw BenchError("no speech pool") }
             var rng = SeededRandom(seed: deriveSeed(seed, 0xBAB1))
             var talk = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
-            let other = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
-            for n in talk.indices { talk[n] += other[n] }
+            for _ in 1..<max(1, talkers) {
+                let other = cut(speech, from: Int(rng.next() % UInt64(speech.count - length)), count: length)
+                for n in talk.indices { talk[n] += other[n] }
+            }
             return Degradations.mix(cut(x, from: start, count: length), with: talk, ratio: ratio,
                                     interferencePower: Degradations.activePower(talk, sampleRate: sr))
         case .otherMusic(let ratio):
@@ -306,11 +312,17 @@ enum PeakOverlap {
     static let sharedAudioThreshold = 0.25
     static let similarMaterialThreshold = 0.08
 
+    /// Over the query's peaks that the placement puts inside the reference (a query may start
+    /// before the reference's start or run past its end), or over all of them when under a fifth
+    /// of the query lies inside.
     static func fraction(query: [Peak], reference: [Peak], offset: Double) -> Double {
         guard !query.isEmpty, !reference.isEmpty else { return 0 }
         let shift = Float(offset / FingerprintParameters.hopDuration)
+        let span = (reference[0].time - 1.5)...(reference[reference.count - 1].time + 1.5)
+        let inside = query.filter { span.contains($0.time + shift) }
+        let counted = inside.count * 5 >= query.count ? inside : query
         var hits = 0
-        for q in query {
+        for q in counted {
             let t = q.time + shift
             // First reference peak at or after t − 1.5 (peaks are in time order).
             var lo = 0, hi = reference.count
@@ -324,6 +336,6 @@ enum PeakOverlap {
                 j += 1
             }
         }
-        return Double(hits) / Double(query.count)
+        return Double(hits) / Double(counted.count)
     }
 }

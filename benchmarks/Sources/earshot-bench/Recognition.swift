@@ -17,6 +17,8 @@ struct Prepared {
     /// negatives.
     var recordings: [Recording]
     var syntheticNegatives: [Int]
+    /// Recordings of the negative corpus (`--negative-corpus`), after the synthetic negatives.
+    var otherNegatives: [Int] = []
 
     var fingerprint: FingerprintStats
     var catalogBytes: Int
@@ -39,7 +41,7 @@ struct FingerprintStats {
 }
 
 enum Preparation {
-    static func run(options: Options, corpus: Corpus, workDirectory: String) throws -> Prepared {
+    static func run(options: Options, corpus: Corpus, negativeCorpus: Corpus? = nil, workDirectory: String) throws -> Prepared {
         let (catalogFiles, heldOut) = corpus.split(seed: options.seed)
         say("catalog: \(catalogFiles.count) files (\(Fmt.duration(catalogFiles.reduce(0) { $0 + corpus.files[$1].duration }))); "
             + "held out as negatives: \(heldOut.map { corpus.files[$0].id }.joined(separator: ", "))")
@@ -105,8 +107,14 @@ enum Preparation {
                                         samples: SyntheticMusic.make(seed: deriveSeed(options.seed, 0x5EED, UInt64(k)), duration: 30),
                                         inCatalog: false))
         }
+        // Other music of the same kind, never in the catalog: negatives only.
+        var others: [Int] = []
+        for f in negativeCorpus?.files ?? [] {
+            others.append(recordings.count)
+            recordings.append(Recording(id: "other/\(f.id)", samples: f.samples, inCatalog: false))
+        }
         return Prepared(corpus: corpus, catalogFiles: catalogFiles, heldOutFiles: heldOut, signatures: signatures,
-                        recordings: recordings, syntheticNegatives: synthetic, fingerprint: stats,
+                        recordings: recordings, syntheticNegatives: synthetic, otherNegatives: others, fingerprint: stats,
                         catalogBytes: bytes.count, catalogBuildSeconds: buildSeconds, catalogPath: path,
                         openMilliseconds: opens, entryCount: entries)
     }
@@ -116,11 +124,14 @@ enum Preparation {
         QueryPlanner.plan(count: count, sources: p.catalogFiles, recordings: p.recordings, seed: deriveSeed(seed, 1))
     }
 
-    /// Negative query positions: held-out files, about one in ten from synthetic music.
+    /// Negative query positions: held-out files, about one in ten from synthetic music; with a
+    /// negative corpus, half of the real ones from its files.
     static func negativePlans(_ p: Prepared, count: Int, seed: UInt64) -> [QueryPlan] {
         let syntheticCount = p.heldOutFiles.isEmpty ? count : (count >= 10 ? max(1, count / 10) : 0)
-        let real = QueryPlanner.plan(count: count - syntheticCount, sources: p.heldOutFiles, recordings: p.recordings,
+        let otherCount = p.otherNegatives.isEmpty ? 0 : (count - syntheticCount) / 2
+        let real = QueryPlanner.plan(count: count - syntheticCount - otherCount, sources: p.heldOutFiles, recordings: p.recordings,
                                      seed: deriveSeed(seed, 2))
+            + QueryPlanner.plan(count: otherCount, sources: p.otherNegatives, recordings: p.recordings, seed: deriveSeed(seed, 4))
         let synth = QueryPlanner.plan(count: syntheticCount, sources: p.syntheticNegatives, recordings: p.recordings,
                                       seed: deriveSeed(seed, 3))
         return real + synth
@@ -155,6 +166,8 @@ struct Outcome {
     /// (`PeakSurvival.bands`), and the degraded query's peak count over the clean one's.
     var survival: [Double]?
     var peakRatio: Double?
+    /// How the top answer was found.
+    var evidence: Evidence?
 
     /// The reference holds this very audio at the reported place (a shared or repeated section).
     var sharedAudio: Bool { (overlap ?? 0) >= PeakOverlap.sharedAudioThreshold }
@@ -167,6 +180,20 @@ struct Outcome {
     var offsetError: Double? { correctItem ? offset.map { abs($0 - trueOffset) } : nil }
     /// The recall criterion: right item on top, offset within 0.1 s.
     var correct: Bool { (offsetError ?? .infinity) <= RecognitionBenchmark.offsetTolerance }
+}
+
+/// The evidence behind a top answer: its aligned anchors, which search found it, and the
+/// reference's peak score there when a search checked it.
+struct Evidence {
+    var inliers: Int
+    var foundBy: String
+    var peakScore: Double?
+
+    init(_ c: Matcher.Candidate, required: Int) {
+        inliers = c.inliers
+        peakScore = c.peakScore
+        foundBy = c.lastResort ? "peak-search" : c.peakScore == nil ? "anchors" : c.inliers < required ? "confirmed" : "room"
+    }
 }
 
 struct ConditionReport {
@@ -257,7 +284,7 @@ enum RecognitionBenchmark {
                    100 * (Stats.percentile(baseline, 50) ?? 0), 100 * (Stats.percentile(baseline, 99) ?? 0), 100 * (baseline.max() ?? 0)))
 
         var reports: [ConditionReport] = []
-        var details = "condition\tkind\tsource\ttrue_offset\tlevel_dbfs\ttop_id\toffset\tfreq_skew\ttime_skew\tconfidence\tresults\texpected_in_results\tmatch_ms\tverdict\tpeak_overlap\terror\n"
+        var details = "condition\tkind\tsource\ttrue_offset\tlevel_dbfs\ttop_id\toffset\tfreq_skew\ttime_skew\tconfidence\tresults\texpected_in_results\tmatch_ms\tverdict\tpeak_overlap\terror\tinliers\tfound_by\tpeak_score\n"
         for condition in conditions {
             // The condition's place in the full list seeds its degradations, so a run of a few
             // conditions (--conditions) degrades each query exactly as the full run does.
@@ -275,6 +302,7 @@ enum RecognitionBenchmark {
                 for (qi, plan) in plans.enumerated() {
                     let recording = p.recordings[plan.source]
                     let seed = deriveSeed(options.seed, UInt64(ci), positive ? 1 : 2, UInt64(qi))
+                    var queryPeaks: [Peak]?
                     var o = Outcome(condition: condition.key, positive: positive, sourceID: recording.id,
                                     trueOffset: plan.start, resultCount: 0, expectedInResults: false,
                                     matchMilliseconds: 0, queryLevel: -200)
@@ -282,6 +310,7 @@ enum RecognitionBenchmark {
                         let audio = try maker.make(condition, from: recording, plan: plan, seed: seed)
                         o.queryLevel = Fingerprint.rmsDBFS(audio)
                         let signature = try Fingerprint.signature(of: audio)
+                        queryPeaks = signature.peaks
                         if positive, condition.rate == 1, condition.pitchSkew == 0,
                            let clean = try? Fingerprint.signature(of: maker.make(cleanCut, from: recording, plan: plan, seed: 0)).peaks,
                            !clean.isEmpty
@@ -290,12 +319,15 @@ enum RecognitionBenchmark {
                             o.peakRatio = Double(signature.peaks.count) / Double(clean.count)
                         }
                         let t = Clock.now(), c = Clock.threadCPU()
-                        let result = matcher.match(signature)
+                        let candidates = matcher.referenceCandidates(signature)
+                        let result = matcher.result(of: candidates, for: signature)
                         o.matchMilliseconds = (Clock.now() - t) * 1000
                         o.matchCPUMilliseconds = (Clock.threadCPU() - c) * 1000
                         switch result {
                         case .match(let items):
                             let top = items[0]
+                            o.evidence = candidates.first { $0.referenceIndex == top.referenceIndex }
+                                .map { Evidence($0, required: matcher.requiredInliers) }
                             o.topID = top.mediaItem.id
                             o.offset = top.matchOffset
                             o.frequencySkew = top.frequencySkew
@@ -319,6 +351,10 @@ enum RecognitionBenchmark {
                         let clean = Condition(key: "clean", name: "clean", length: condition.length, transform: .none)
                         if let peaks = try? Fingerprint.signature(of: maker.make(clean, from: recording, plan: plan, seed: 0)).peaks {
                             o.overlap = PeakOverlap.fraction(query: peaks, reference: reference, offset: offset)
+                        }
+                        // Music mixed into a negative may itself share audio with the catalog.
+                        if !positive, case .otherMusic = condition.transform, let peaks = queryPeaks {
+                            o.overlap = max(o.overlap ?? 0, PeakOverlap.fraction(query: peaks, reference: reference, offset: offset))
                         }
                     }
                     if positive { report.positives.append(o) } else { report.negatives.append(o) }
@@ -349,7 +385,8 @@ enum RecognitionBenchmark {
         return [o.condition, o.positive ? "positive" : "negative", o.sourceID, d(o.trueOffset), d(o.queryLevel, 1),
                 o.topID ?? "", d(o.offset), d(o.frequencySkew), d(o.timeSkew), d(o.confidence, 3), String(o.resultCount),
                 o.expectedInResults ? "yes" : "no", d(o.matchMilliseconds, 3), verdict(o), d(o.overlap, 3),
-                (o.error ?? "").replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\n", with: " ")]
+                (o.error ?? "").replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\n", with: " "),
+                o.evidence.map { String($0.inliers) } ?? "", o.evidence?.foundBy ?? "", d(o.evidence?.peakScore, 2)]
             .joined(separator: "\t") + "\n"
     }
 

@@ -49,7 +49,13 @@ func runBenchmarks(_ options: Options) throws {
                    corpus.decodeSeconds, corpus.filesFromCache))
         for s in corpus.skipped { say("  skipped \(s)") }
 
-        prepared = try Preparation.run(options: options, corpus: corpus, workDirectory: work)
+        let others = try options.negativeCorpus.map { try Corpus.load(directory: $0, useCache: options.decodeCache) }
+        if let others {
+            say(String(format: "negative corpus: %d files, %@ (%@)", others.files.count, Fmt.duration(others.totalDuration) as NSString,
+                       others.description as NSString))
+            env.negativeCorpus = others
+        }
+        prepared = try Preparation.run(options: options, corpus: corpus, negativeCorpus: others, workDirectory: work)
         env.prepared = prepared
     }
 
