@@ -67,7 +67,7 @@ if [[ ${args[0]} == second-corpus ]]; then
     details="$root/benchmarks/cache/second-corpus-queries.tsv"
     args=(recognition --corpus "$second_corpus" --results "$results" --details "$details" "${args[@]:1}")
 elif [[ ${args[0]} == recognition || ${args[0]} == all ]]; then
-    args+=(--negative-corpus "$second_corpus")
+    args+=(--negative-corpus benchmarks/cache/second-corpus)   # relative: the results name it so
 fi
 "$bin" "${args[@]}" 2>&1 | tee "$root/benchmarks/cache/last-run.log"
 
