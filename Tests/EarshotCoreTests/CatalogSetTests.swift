@@ -123,6 +123,34 @@ struct CatalogSetTests {
         #expect(compared >= 7, "most queries match")
     }
 
+    /// A key that only the catalogs searched together make too common (each gives up to the
+    /// limit of postings per key) is passed over, as one catalog of them all passes it over; it
+    /// is not kept for the first catalogs alone.
+    @Test func aKeyTooCommonAcrossTheCatalogsIsPassedOverAsInOneCatalog() throws {
+        // One landmark (bin 50 to bin 60, 10 frames later) every 100 frames, 300 times.
+        let peaks = (0..<300).flatMap { k -> [Peak] in
+            let t = Float(k * 100)
+            return [Peak(time: t, bin: 50, magnitude: 1), Peak(time: t + 10, bin: 60, magnitude: 1)]
+        }
+        let signature = try Signature(duration: 30_000 * FingerprintParameters.hopDuration + 1, peaks: peaks)
+        func catalog(copies: Int) throws -> MappedCatalog {
+            var c = CustomCatalog()
+            for k in 0..<copies { try c.addReferenceSignature(signature, representing: [MediaItem(id: "r\(k)")]) }
+            return try MappedCatalog(bytes: try c.dataRepresentation())
+        }
+        let query = try signature.slice(from: 10, duration: 8)
+        func hits(_ matcher: Matcher) -> Int {
+            matcher.hits.query(query)
+            matcher.hits.collect(hypothesis: Matcher.unchangedSpeed, anchorStride: 1, within: matcher.bins.histogram)
+            return matcher.hits.count
+        }
+        let one = try catalog(copies: 1)
+        #expect(hits(Matcher(catalog: one)) > 0, "300 postings: within the limit")
+        #expect(hits(Matcher(catalog: try catalog(copies: 2))) == 0, "600 postings in one catalog: passed over")
+        let together = try #require(SearchedCatalogs([one, try catalog(copies: 1)]))
+        #expect(hits(Matcher(searching: together)) == 0, "600 postings in two catalogs searched together: passed over")
+    }
+
     /// A query longer than a member accepts is cut to its last seconds for that member; the
     /// offset still refers to the start of the whole query.
     @Test func aLongQueryIsCutForACatalogWithShorterLimits() throws {

@@ -102,18 +102,9 @@ public final class CatalogSetMatcher {
         if let joint { return match(signature, together: joint) }
         guard !matchers.isEmpty else { return .error(Self.noCatalog) }
         // Each member's query: the signature, cut to the member's maximum (nil: too short for it).
-        var queries: [(query: Signature, cut: Double)?] = []
-        for member in catalogs.members {
-            let catalog = member.catalog
-            let slack = Matcher.durationSlack
-            if signature.duration + slack < catalog.minimumQuerySignatureDuration {
-                queries.append(nil)
-            } else if signature.duration > catalog.maximumQuerySignatureDuration + slack {
-                let cut = signature.duration - catalog.maximumQuerySignatureDuration
-                queries.append((try? signature.slice(from: cut, duration: catalog.maximumQuerySignatureDuration)).map { ($0, cut) })
-            } else {
-                queries.append((signature, 0))
-            }
+        let queries = catalogs.members.map {
+            Self.window(of: signature, minimum: $0.catalog.minimumQuerySignatureDuration,
+                        maximum: $0.catalog.maximumQuerySignatureDuration)
         }
         // Too short for every catalog: the one matcher's own message says by how much.
         guard queries.contains(where: { $0 != nil }) else { return matchers[0].match(signature) }
@@ -138,13 +129,7 @@ public final class CatalogSetMatcher {
             guard let q = queries[i] else { continue }
             switch matchers[i].result(of: stageOne[i], for: q.query) {
             case .match(let found):
-                for var item in found {
-                    item.catalogName = member.name
-                    item.catalogVersion = member.version
-                    // The offset of the whole query's start, not of the cut one's.
-                    item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -q.cut)
-                    items.append(item)
-                }
+                items += found.map { Self.labelled($0, member: member, cut: q.cut) }
             case .noMatch:
                 break
             case .error(let e):
@@ -159,25 +144,38 @@ public final class CatalogSetMatcher {
     /// seconds, and each item is labelled with its catalog and numbered within it.
     private func match(_ signature: Signature, together joint: Matcher) -> MatchResult {
         let searched = joint.catalogs
-        var query = signature, cut = 0.0
-        if signature.duration > searched.maximumQuerySignatureDuration + Matcher.durationSlack {
-            cut = signature.duration - searched.maximumQuerySignatureDuration
-            guard let last = try? signature.slice(from: cut, duration: searched.maximumQuerySignatureDuration) else {
-                return joint.match(signature)
-            }
-            query = last
-        }
-        let result = joint.match(query)
+        // Too short (or not cut): the matcher's own message says why.
+        guard let q = Self.window(of: signature, minimum: searched.minimumQuerySignatureDuration,
+                                  maximum: searched.maximumQuerySignatureDuration)
+        else { return joint.match(signature) }
+        let result = joint.match(q.query)
         guard case .match(let found) = result else { return result }
-        return .match(found.map { found in
-            var item = found
-            let (m, reference) = searched.local(found.referenceIndex)
-            item.referenceIndex = reference
-            item.catalogName = catalogs.members[m].name
-            item.catalogVersion = catalogs.members[m].version
-            item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -cut)
-            return item
+        return .match(found.map { item in
+            let (m, reference) = searched.local(item.referenceIndex)
+            var labelled = Self.labelled(item, member: catalogs.members[m], cut: q.cut)
+            labelled.referenceIndex = reference
+            return labelled
         })
+    }
+
+    /// What a catalog accepting `minimum`…`maximum` seconds is asked: `signature`, or its last
+    /// `maximum` seconds and where they start (`cut`); nil when it is too short.
+    static func window(of signature: Signature, minimum: Double, maximum: Double) -> (query: Signature, cut: Double)? {
+        let slack = Matcher.durationSlack
+        if signature.duration + slack < minimum { return nil }
+        guard signature.duration > maximum + slack else { return (signature, 0) }
+        let cut = signature.duration - maximum
+        return (try? signature.slice(from: cut, duration: maximum)).map { ($0, cut) }
+    }
+
+    /// `item` labelled with `member`, its offset that of the whole query's start, not of the
+    /// window cut `cut` seconds into it.
+    static func labelled(_ item: MatchedMediaItem, member: CatalogSet.Member, cut: Double) -> MatchedMediaItem {
+        var item = item
+        item.catalogName = member.name
+        item.catalogVersion = member.version
+        item.matchOffset = MatchedMediaItem.offset(item.matchOffset, timeSkew: item.timeSkew, after: -cut)
+        return item
     }
 
     /// Each member's candidates, without the peak search's (`Matcher.Candidate.lastResort`) when

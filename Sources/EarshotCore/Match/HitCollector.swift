@@ -143,15 +143,19 @@ final class HitCollector {
                 warm &+= keys.withUnsafeBufferPointer { catalog.warmPostings(of: UnsafeBufferPointer(rebasing: $0[l..<end])) }
             }
             let frame = frames[l], landmark = UInt32(l) << 4
-            var found = 0
+            var found = 0, overflowed = false
             catalog.forEachPosting(of: keys[l]) { value in
                 let reference = Int32(value >> 4)
-                guard found < keyFrames.count, histogram.bin(ofOffset: Int(reference) - Int(frame)) != nil else { return }
+                guard histogram.bin(ofOffset: Int(reference) - Int(frame)) != nil else { return }
+                guard found < keyFrames.count else { overflowed = true; return }
                 keyFrames[found] = reference
                 keySources[found] = landmark | value & 15
                 found += 1
             }
-            guard found > 0 else { continue }
+            // More postings than one catalog lets a key give (several catalogs searched together
+            // each give up to the limit): skipped, as one catalog of them all would skip it,
+            // rather than kept for the first catalogs only.
+            guard found > 0, !overflowed else { continue }
             queryFrames.append(contentsOf: repeatElement(frame, count: found))
             referenceFrames.append(contentsOf: UnsafeBufferPointer(rebasing: keyFrames[0..<found]))
             sources.append(contentsOf: UnsafeBufferPointer(rebasing: keySources[0..<found]))

@@ -75,7 +75,8 @@ final class SearchedCatalogs {
     }
 
     /// `MappedCatalog.forEachPosting` in every member, each posting's frame on the joint
-    /// timeline. Each member's limit on postings per key holds on its own.
+    /// timeline. Each member's limit on postings per key holds on its own; `HitCollector` skips a
+    /// key whose postings together pass it.
     @inline(__always)
     func forEachPosting(of key: UInt32, _ body: (UInt32) -> Void) {
         if members.count == 1 {
