@@ -7,6 +7,8 @@
 #   benchmarks/run.sh all --quick     #     earshot-bench options may follow, e.g. --queries 200,
 #                                     #     --seed 7; --quick writes benchmarks/cache/RESULTS-quick.md
 #   benchmarks/run.sh library         # the Library service alone (under a minute; no corpus needed)
+#   benchmarks/run.sh scale --scale-hours 1000   # the scale benchmark at 1,000 hours, in a section of its
+#                                     # own beside the 100-hour one (~7 minutes, 4.2 GB of memory)
 #   benchmarks/run.sh second-corpus   # recognition on other music (Wesnoth, LinCity-NG, X-Moto), a check
 #                                     # that what holds on the first corpus holds elsewhere (~7 minutes)
 #   sudo benchmarks/run.sh board      # earshotd inside cgroup v1 limits at a Raspberry Pi 3 / Zero 2 W and a

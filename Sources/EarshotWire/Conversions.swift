@@ -97,6 +97,7 @@ extension Earshot_V1_CatalogSummary {
         byteCount = UInt64(catalog.byteCount)
         minimumQueryDuration = catalog.minimumQuerySignatureDuration
         maximumQueryDuration = catalog.maximumQuerySignatureDuration
+        formatVersion = UInt32(catalog.formatVersion)
         self.active = active
         enabled = active
         state = active ? .active : .disabled

@@ -131,11 +131,11 @@ private let badInputCases: [BadInputCase] = [
     BadInputCase(name: "catalog with a flipped bit in its index to match", prepare: { ws in
         try ws.write("target.earcat", try catalogBytes(ws) { bytes in
             var b = bytes
-            let values = sectionRange(4, in: b)
-            b[values.lowerBound + values.count / 2] ^= 0x08
+            let postings = sectionRange(8, in: b)
+            b[postings.lowerBound + postings.count / 2] ^= 0x08
             return b
         })
-    }, arguments: ["match", "-c", "target.earcat", "ref.earsig"], file: "target.earcat", problem: "checksum mismatch in section values"),
+    }, arguments: ["match", "-c", "target.earcat", "ref.earsig"], file: "target.earcat", problem: "checksum mismatch in section postings"),
     BadInputCase(name: "catalog with zeros appended to display", prepare: { ws in
         try ws.write("target.earcat", try catalogBytes(ws) { $0 + [UInt8](repeating: 0, count: 16) })
     }, arguments: ["catalog", "display", "-c", "target.earcat"], file: "target.earcat", problem: "16 unexpected bytes after the last section"),
@@ -172,7 +172,7 @@ private func sectionRange(_ kind: UInt32, in bytes: [UInt8]) -> Range<Int> {
     func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
         bytes[at..<(at + MemoryLayout<T>.size)].reversed().reduce(0) { $0 << 8 | T($1) }
     }
-    let entry = (0..<6).map { 96 + 32 * $0 }.first { load($0, UInt32.self) == kind }!
+    let entry = (0..<Int(load(12, UInt16.self))).map { 96 + 32 * $0 }.first { load($0, UInt32.self) == kind }!
     let offset = Int(load(entry + 8, UInt64.self)), length = Int(load(entry + 16, UInt64.self))
     return offset..<(offset + length)
 }

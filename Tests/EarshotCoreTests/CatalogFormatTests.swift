@@ -47,14 +47,14 @@ struct CatalogFormatTests {
     }
 
     @Test func failedMergeLeavesTheCatalogUnchanged() throws {
-        let long = try Signature(duration: 300 * 3600, peaks: [Peak(time: 10, bin: 40, magnitude: 1)])
+        let long = try Signature(duration: 1_300 * 3600, peaks: [Peak(time: 10, bin: 40, magnitude: 1)])
         var a = CustomCatalog()
         try a.addReferenceSignature(long, representing: [MediaItem(id: "a")])
         var b = CustomCatalog()
         b.maximumQuerySignatureDuration = 20
         try b.addReferenceSignature(long, representing: [MediaItem(id: "b")])
         let before = a
-        #expect(throws: EarshotError.self) { try a.merge(b) }  // 600 h exceeds the timeline
+        #expect(throws: EarshotError.self) { try a.merge(b) }  // 2 600 h exceeds the timeline
         #expect(a == before)
     }
 
@@ -89,14 +89,15 @@ struct CatalogFormatTests {
 
     @Test func rejectsBitFlips() throws {
         let data = try Self.makeCatalog().dataRepresentation()
+        let tableEnd = Self.tableEnd(of: data)
         // Header and section table: every byte.
-        for position in 0..<(96 + 6 * 32) {
+        for position in 0..<tableEnd {
             var corrupt = data
             corrupt[position] ^= 0x01
             #expect(throws: EarshotError.self, "flip at \(position) accepted") { try MappedCatalog(bytes: corrupt, verification: .structure) }
         }
         // Anywhere in the file: full verification catches it.
-        for position in stride(from: 96 + 6 * 32, to: data.count, by: 97) {
+        for position in stride(from: tableEnd, to: data.count, by: 97) {
             var corrupt = data
             corrupt[position] ^= 0x80
             #expect(throws: EarshotError.self, "flip at \(position) accepted") {
@@ -105,12 +106,19 @@ struct CatalogFormatTests {
         }
     }
 
+    /// Where the section table of a catalog image ends (the header says how many sections).
+    static func tableEnd(of data: [UInt8]) -> Int {
+        let sectionCount = Int(data[CatalogLayout.magic.count + 4]) | Int(data[CatalogLayout.magic.count + 5]) << 8
+        return CatalogLayout.headerSize + sectionCount * CatalogLayout.sectionEntrySize
+    }
+
     /// Offset and length of section `kind` in a catalog image, from its section table.
-    private static func section(_ kind: UInt32, in data: [UInt8]) -> Range<Int> {
+    static func section(_ kind: CatalogLayout.Section, in data: [UInt8]) -> Range<Int> {
         func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
             data[at..<(at + MemoryLayout<T>.size)].reversed().reduce(0) { $0 << 8 | T($1) }
         }
-        let entry = (0..<6).map { 96 + 32 * $0 }.first { load($0, UInt32.self) == kind }!
+        let entry = stride(from: CatalogLayout.headerSize, to: tableEnd(of: data), by: CatalogLayout.sectionEntrySize)
+            .first { load($0, UInt32.self) == kind.rawValue }!
         let offset = Int(load(entry + 8, UInt64.self)), length = Int(load(entry + 16, UInt64.self))
         return offset..<(offset + length)
     }
@@ -119,10 +127,10 @@ struct CatalogFormatTests {
     /// in the index is caught there, though a structure-only open cannot see it.
     @Test func indexCorruptionIsCaughtByTheDefaultVerification() throws {
         var data = try Self.makeCatalog().dataRepresentation()
-        let values = Self.section(4, in: data)
-        data[values.lowerBound + values.count / 2] ^= 0x04
+        let postings = Self.section(.postings, in: data)
+        data[postings.lowerBound + postings.count / 2] ^= 0x04
         _ = try MappedCatalog(bytes: data, verification: .structure)
-        #expect(throws: EarshotError.catalogInvalid("checksum mismatch in section values (file corrupt)")) {
+        #expect(throws: EarshotError.catalogInvalid("checksum mismatch in section postings (file corrupt)")) {
             try MappedCatalog(bytes: data)
         }
     }
@@ -159,8 +167,7 @@ struct CatalogFormatTests {
         let at = try #require((0...(CatalogLayout.headerChecksummed - 8)).first { Array(data[$0..<($0 + 8)]) == longest },
                               "the header holds the longest query")
         data.replaceSubrange(at..<(at + 8), with: withUnsafeBytes(of: Double(1e12).bitPattern.littleEndian, Array.init))
-        let sectionCount = Int(data[CatalogLayout.magic.count + 4]) | Int(data[CatalogLayout.magic.count + 5]) << 8
-        let tableEnd = CatalogLayout.headerSize + sectionCount * CatalogLayout.sectionEntrySize
+        let tableEnd = Self.tableEnd(of: data)
         let crc = data.withUnsafeBytes { raw in
             CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[CatalogLayout.headerSize..<tableEnd]),
                            continuing: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<CatalogLayout.headerChecksummed])))
@@ -181,12 +188,8 @@ struct CatalogFormatTests {
         let pristine = try MappedCatalog(bytes: data)
         #expect(Matcher(catalog: pristine).match(query).mediaItems.first?.mediaItem.id == "ep1", "the query matches the unharmed catalog")
 
-        // The directory section, from the section table.
-        let sectionCount = Int(data[CatalogLayout.magic.count + 4]) | Int(data[CatalogLayout.magic.count + 5]) << 8
-        func field(_ at: Int, _ width: Int) -> Int { (0..<width).reduce(0) { $0 | Int(data[at + $1]) << (8 * $1) } }
-        let entry = try #require((0..<sectionCount).map { CatalogLayout.headerSize + $0 * CatalogLayout.sectionEntrySize }
-            .first { field($0, 4) == Int(CatalogLayout.Section.directory.rawValue) })
-        let offset = field(entry + 8, 8), length = field(entry + 16, 8)
+        let directory = Self.section(.directory, in: data)
+        let offset = directory.lowerBound, length = directory.count
         let entries = pristine.entryCount
         var random = SeededRandom(seed: 7)
         let hostile: [(String, (Int) -> UInt32)] = [
@@ -232,12 +235,9 @@ struct CatalogFormatTests {
             try MappedCatalog(bytes: Array("just some text that is long enough to hold a header, honestly it is".utf8) + [UInt8](repeating: 32, count: 64))
         }
         var data = try Self.makeCatalog().dataRepresentation()
-        data[8] = 2
-        do {
-            _ = try MappedCatalog(bytes: data)
-            Issue.record("version 2 accepted")
-        } catch {
-            #expect(error.message.contains("version 2"))
+        data[8] = 3
+        #expect(throws: EarshotError.catalogInvalid("unsupported catalog format version 3 (this build reads 1 to 2)")) {
+            try MappedCatalog(bytes: data)
         }
         let signatureBytes = try SyntheticSignature.of(SyntheticMusic.make(seed: 1, duration: 3)).dataRepresentation
         #expect(throws: EarshotError.self) { try MappedCatalog(bytes: signatureBytes) }

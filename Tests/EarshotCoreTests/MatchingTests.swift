@@ -315,15 +315,16 @@ struct CorruptMetadataTests {
         var catalog = CustomCatalog()
         try catalog.addReferenceSignature(try SyntheticSignature.of(audio), representing: [MediaItem(id: "x")])
         var bytes = try catalog.dataRepresentation()
-        // Section 6 (metadata) is the last entry of the table at offset 96; overwrite its bytes
-        // with non-JSON and re-seal its checksum and the header checksum.
-        let entry = 96 + 5 * 32
+        // Overwrite the metadata section's bytes with non-JSON and re-seal its checksum and the
+        // header checksum.
+        let tableEnd = CatalogFormatTests.tableEnd(of: bytes)
+        let entry = try #require(stride(from: 96, to: tableEnd, by: 32).first { bytes[$0] == UInt8(CatalogLayout.Section.metadata.rawValue) })
         let offset = Int(bytes[(entry + 8)..<(entry + 16)].reversed().reduce(0) { $0 << 8 | UInt64($1) })
         let length = Int(bytes[(entry + 16)..<(entry + 24)].reversed().reduce(0) { $0 << 8 | UInt64($1) })
         for i in offset..<(offset + length) { bytes[i] = UInt8(ascii: "#") }
         func put(_ v: UInt32, at o: Int) { for k in 0..<4 { bytes[o + k] = UInt8((v >> (8 * UInt32(k))) & 0xFF) } }
         put(CRC32.checksum(Array(bytes[offset..<(offset + length)])), at: entry + 24)
-        put(CRC32.checksum(Array(bytes[0..<92]) + Array(bytes[96..<(96 + 6 * 32)])), at: 92)
+        put(CRC32.checksum(Array(bytes[0..<92]) + Array(bytes[96..<tableEnd])), at: 92)
         let error: EarshotError
         do {
             _ = try MappedCatalog(bytes: bytes)

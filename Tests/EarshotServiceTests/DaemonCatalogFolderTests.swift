@@ -17,7 +17,7 @@ extension InProcessDaemonTests {
         @Test func failedCatalogsAreListedAndAFIFOIsSkipped() async throws {
             let folder = try DaemonFolder()
             let catalogs = folder.scratch
-            try catalogs.write("state/catalogs/flip.earcat", DaemonCatalogLoadingTests.valuesBitFlipped())
+            try catalogs.write("state/catalogs/flip.earcat", DaemonCatalogLoadingTests.postingsBitFlipped())
             try catalogs.write("state/catalogs/trail.earcat", DaemonFixture.shared.catalogBytes + Array("appended".utf8))
             try catalogs.write("state/catalogs/notes.earcat", text: "these are my notes\n")
             #expect(mkfifo(catalogs.path("state/catalogs/x.earcat"), 0o644) == 0)
@@ -32,7 +32,7 @@ extension InProcessDaemonTests {
                 let show = try #require(byName["show"])
                 #expect(show.state == .active && show.active && show.enabled && show.version == 1 && show.referenceCount == 3 && show.failure.isEmpty)
                 let reasons = [
-                    "flip": "checksum mismatch in section values",
+                    "flip": "checksum mismatch in section postings",
                     "trail": "8 unexpected bytes after the last section",
                     "notes": "not an Earshot catalog",
                     "x": "is a named pipe, not a regular file",
@@ -52,7 +52,7 @@ extension InProcessDaemonTests {
                     Issue.record("a catalog that failed to load was described")
                 } catch {
                     #expect(error.code == .failedPrecondition)
-                    #expect(error.message.contains("failed to load: checksum mismatch in section values"), "\(error.message)")
+                    #expect(error.message.contains("failed to load: checksum mismatch in section postings"), "\(error.message)")
                 }
                 describe.name = "nothing"
                 do throws(RpcError) {

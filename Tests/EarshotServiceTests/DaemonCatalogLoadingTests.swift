@@ -22,12 +22,12 @@ struct DaemonCatalogLoadingTests {
         daemon.directory.appendingPathComponent("state/catalogs/\(name)").path
     }
 
-    /// The fixture catalog with one bit flipped in the middle of its values section (which a
+    /// The fixture catalog with one bit flipped in the middle of its postings section (which a
     /// structure-only open never reads).
-    static func valuesBitFlipped() -> [UInt8] {
+    static func postingsBitFlipped() -> [UInt8] {
         var bytes = DaemonFixture.shared.catalogBytes
-        let values = TestCatalogImage.section(.values, in: bytes)
-        bytes[values.lowerBound + values.count / 2] ^= 0x10
+        let postings = TestCatalogImage.section(.postings, in: bytes)
+        bytes[postings.lowerBound + postings.count / 2] ^= 0x10
         return bytes
     }
 
@@ -35,16 +35,16 @@ struct DaemonCatalogLoadingTests {
     /// start and says exactly why.
     @Test func aConfiguredCatalogThatFailsStopsStartUpWithTheReason() async throws {
         let first = try await stoppedDaemon()
-        try Data(Self.valuesBitFlipped()).write(to: URL(fileURLWithPath: catalogPath(first, "flip.earcat")))
+        try Data(Self.postingsBitFlipped()).write(to: URL(fileURLWithPath: catalogPath(first, "flip.earcat")))
         let daemon = try await DaemonHarness(reusing: first.directory, clientKeys: first.clientKeys,
                                        settings: ["--session.catalog=flip"], waitUntilListening: false)
         try? await eventually("earshotd exits", within: .seconds(30)) { !daemon.process.isRunning }
         #expect(daemon.stop() == 1)
-        #expect(daemon.log.contains("catalog \"flip\" in \(first.directory.appendingPathComponent("state/catalogs").path) cannot be used: checksum mismatch in section values (file corrupt)"),
+        #expect(daemon.log.contains("catalog \"flip\" in \(first.directory.appendingPathComponent("state/catalogs").path) cannot be used: checksum mismatch in section postings (file corrupt)"),
                 "\(daemon.log)")
     }
 
-    /// SIGTERM while the daemon checks a large catalog (here 6 GB, sparse): it stops within a
+    /// SIGTERM while the daemon checks a large catalog (here 5 GB, sparse): it stops within a
     /// second, cleanly, instead of finishing the check (minutes in a debug build) and starting.
     @Test func stopWhileCheckingALargeCatalogIsPrompt() async throws {
         let first = try await stoppedDaemon()
@@ -106,11 +106,12 @@ enum TestCatalogImage {
         bytes[at..<(at + MemoryLayout<T>.size)].reversed().reduce(0) { $0 << 8 | T($1) }
     }
 
-    enum Kind: UInt32 { case references = 1, directory, keyLow, values, peaks, metadata }
+    enum Kind: UInt32 { case references = 1, directory = 2, peaks = 5, metadata = 6, postings = 8 }
 
     /// Where section `kind` lies, from the section table.
     static func section(_ kind: Kind, in bytes: [UInt8]) -> Range<Int> {
-        let entry = (0..<6).map { 96 + 32 * $0 }.first { load(bytes, $0, UInt32.self) == kind.rawValue }!
+        let sectionCount = Int(load(bytes, 12, UInt16.self))
+        let entry = (0..<sectionCount).map { 96 + 32 * $0 }.first { load(bytes, $0, UInt32.self) == kind.rawValue }!
         let offset = Int(load(bytes, entry + 8, UInt64.self)), length = Int(load(bytes, entry + 16, UInt64.self))
         return offset..<(offset + length)
     }
@@ -121,19 +122,19 @@ enum TestCatalogImage {
     static func writeSparse(entries: Int, to path: String) throws {
         var out: [UInt8] = Array("EARCAT".utf8) + [0, 1]
         func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
-        put(UInt16(1)); put(UInt16(96)); put(UInt16(6)); put(UInt16(0))
+        put(UInt16(2)); put(UInt16(96)); put(UInt16(5)); put(UInt16(0))
         put(UInt32(16_000)); put(UInt16(1024)); put(UInt16(128))
-        let bits = 22
+        let bits = 21
         put(UInt32(bits)); put(UInt32(0)); put(UInt64(entries)); put(UInt64(0))
         put((1.0).bitPattern); put((12.0).bitPattern)
         out += [UInt8](repeating: 0, count: 92 - out.count)
         let directoryBytes = ((1 << bits) + 1) * 4
         let sizes: [(Kind, Int, UInt32)] = [
             (.references, 0, 0), (.directory, directoryBytes, CRC32.checksum([UInt8](repeating: 0, count: directoryBytes))),
-            (.keyLow, entries * 2, 1), (.values, entries * 4, 1), (.peaks, 0, 0), (.metadata, 0, 0),
+            (.postings, entries * 5, 1), (.peaks, 0, 0), (.metadata, 0, 0),
         ]
         var table: [UInt8] = []
-        var offset = 96 + 6 * 32
+        var offset = 96 + sizes.count * 32
         for (kind, length, crc) in sizes {
             offset = (offset + 15) / 16 * 16
             for v in [UInt64(kind.rawValue) | 0, UInt64(offset), UInt64(length), UInt64(crc)] {

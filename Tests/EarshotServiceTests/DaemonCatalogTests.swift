@@ -127,10 +127,10 @@ extension InProcessDaemonTests {
                 held = 0
                 while held < bytes.count { held = Int(try await CatalogUpload.send(client, wrong.uploadID, bytes, at: held, count: CatalogUpload.chunk).offset) }
                 await expectCode(.dataLoss) { () throws(RpcError) in _ = try await CatalogUpload.commit(client, wrong.uploadID) }
-                // A file whose digest is right but whose structure is corrupt (one bit in the values).
+                // A file whose digest is right but whose structure is corrupt (one bit in the postings).
                 var corrupt = DaemonFixture.shared.catalogBytes
-                let values = TestCatalogImage.section(.values, in: corrupt)
-                corrupt[values.lowerBound + values.count / 2] ^= 0x10
+                let postings = TestCatalogImage.section(.postings, in: corrupt)
+                corrupt[postings.lowerBound + postings.count / 2] ^= 0x10
                 let bad = try await CatalogUpload.begin(client, "show", corrupt)
                 held = 0
                 while held < corrupt.count { held = Int(try await CatalogUpload.send(client, bad.uploadID, corrupt, at: held, count: CatalogUpload.chunk).offset) }

@@ -85,7 +85,7 @@ struct DaemonProcessTests {
     @Test func checkConfigPrintsTheFileWithTheOverrides() throws {
         let scratch = try TemporaryDirectory("earshotd-config")
         let file = scratch.url("earshotd.toml")
-        try "[audio]\ndevice = \"hw:0,0\"\nsample_rate = 44100\n".write(to: file, atomically: true, encoding: .utf8)
+        try "[audio]\ndevice = \"hw:0,0\"\nsample_rate = 44100\n".write(to: file, atomically: false, encoding: .utf8)
         for config in [["--config", file.path], ["--config=\(file.path)"]] {
             let run = try earshotd(config + ["--audio.device=plughw:1,0", "--check-config", "--rpc.listen=[\"tcp://0.0.0.0:7400\"]"])
             #expect(run.status == 0, "\(run.err)")

@@ -6,6 +6,7 @@ import EarshotWire
 import Foundation
 import Synchronization
 import Testing
+import EarshotSystem
 
 extension InProcessDaemonTests {
     /// earshotd as shipped (CURVE on) over loopback: keys, roles, allow-list edits, plain mode.
@@ -57,8 +58,9 @@ extension InProcessDaemonTests {
                 try await eventually("both subscriptions receive heartbeats") { operatorBeats.count > 0 && viewerBeats.count > 0 }
                 let newcomer = try CurveKeyPair.generate()
                 let keys = daemon.clientKeys
-                try DaemonHarness.allowList([(keys[.viewer]!, "viewer", .viewer), (keys[.admin]!, "admin", .admin), (newcomer, "newcomer", .operator)])
-                    .write(to: daemon.allowListURL, atomically: true, encoding: .utf8)
+                try AtomicFile.write(Array(DaemonHarness.allowList([(keys[.viewer]!, "viewer", .viewer), (keys[.admin]!, "admin", .admin),
+                                                                    (newcomer, "newcomer", .operator)]).utf8),
+                                     to: daemon.allowListURL.path)
                 var joining = RpcClient.Configuration()
                 joining.security = ClientSecurity(serverPublicKey: serverKey, keyPair: newcomer)
                 // Refused at once until the edit is read.

@@ -1,6 +1,7 @@
 import EarshotTestSupport
 import Foundation
 import Testing
+import EarshotSystem
 
 /// deploy/install.sh into a staging root (no systemd, no user): everything lands where the unit
 /// expects it, and a second run changes nothing and keeps an edited configuration.
@@ -39,7 +40,7 @@ struct DeployTests {
 
         let config = root.appendingPathComponent("etc/earshot/earshotd.toml")
         let edited = try String(contentsOf: config, encoding: .utf8) + "\n[audio]\ndevice = \"plughw:1,0\"\n"
-        try edited.write(to: config, atomically: true, encoding: .utf8)
+        try AtomicFile.write(Array(edited.utf8), to: config.path)
         let (again, second) = try install(into: root, binaries: binaries)
         #expect(again == 0)
         #expect(!second.contains("wrote"), "a second run rewrote files: \(second)")

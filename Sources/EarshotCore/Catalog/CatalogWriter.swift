@@ -3,8 +3,17 @@ import FoundationEssentials
 /// Encodes a `CustomCatalog` into the `.earcat` image: hashes every reference, sorts the
 /// postings by key and lays out the sections for reading in place.
 enum CatalogWriter {
-    static func encode(_ catalog: CustomCatalog) throws(EarshotError) -> [UInt8] {
-        // 1. Postings: (key, frame << 4 | fine) for every reference landmark, on the global timeline.
+    /// The image in the current format; `version` 1 is for tests and benchmarks of catalogs that
+    /// earlier releases wrote.
+    static func encode(_ catalog: CustomCatalog, version: UInt16 = CatalogLayout.formatVersion) throws(EarshotError) -> [UInt8] {
+        precondition(CatalogLayout.readableVersions.contains(version), "no writer for catalog format \(version)")
+        // 1. Postings: (key, frame, fine) for every reference landmark, on the global timeline,
+        // packed so that sorting them orders them as the index holds them.
+        let timeline = CatalogLayout.timelineFrames(of: catalog.references)
+        guard timeline <= CatalogLayout.maximumTimelineFrames(version: version) else {
+            let hours = Double(CatalogLayout.maximumTimelineFrames(version: version)) * FingerprintParameters.hopDuration / 3600
+            throw .catalogInvalid("catalog exceeds \(Int(hours)) hours of reference audio")
+        }
         var postings = [UInt64]()
         postings.reserveCapacity(catalog.references.reduce(0) { $0 + $1.signature.peaks.count * $1.landmarkFanOut })
         var records = ByteWriter()
@@ -15,9 +24,9 @@ enum CatalogWriter {
             let frames = CatalogLayout.frameCount(for: reference.signature.duration)
             reference.signature.peaks.withUnsafeBufferPointer { p in
                 LandmarkHasher.forEachLandmark(p, fanOut: reference.landmarkFanOut) { lm, _ in
-                    let frame = max(0, min(frames - 1, Int(lm.frame)))
-                    let value = UInt32(start + frame) << 4 | UInt32(lm.fineBin)
-                    postings.append(UInt64(lm.key) << 32 | UInt64(value))
+                    let frame = UInt64(start + max(0, min(frames - 1, Int(lm.frame))))
+                    postings.append(version == 1 ? UInt64(lm.key) << 32 | frame << 4 | UInt64(lm.fineBin)
+                        : UInt64(CatalogLayout.PostingRecord.indexKey(lm.key)) << 36 | frame << 4 | UInt64(lm.fineBin))
                 }
             }
             let json = try StoredMediaItems.encode(reference.mediaItems)
@@ -33,33 +42,16 @@ enum CatalogWriter {
             metadata.append(bytes: json)
             start += frames + CatalogLayout.referenceGapFrames
         }
-        guard start <= CatalogLayout.maximumTimelineFrames else {
-            throw .catalogInvalid("catalog exceeds \(Int(CatalogLayout.maximumDuration / 3600)) hours of reference audio")
-        }
+        precondition(start == timeline, "references laid out as the timeline counts them")
         postings.sort()
 
-        // 2. Directory over the top bits of the key, low 16 key bits and values as parallel arrays.
-        let bits = CatalogLayout.directoryBits(forEntries: postings.count)
-        var directory = [UInt32](repeating: 0, count: (1 << bits) + 1)
-        var keyLow = ByteWriter()
-        var values = ByteWriter()
-        keyLow.bytes.reserveCapacity(postings.count * 2)
-        values.bytes.reserveCapacity(postings.count * 4)
-        for p in postings {
-            let key = UInt32(truncatingIfNeeded: p >> 32)
-            directory[Int(key >> (32 - UInt32(bits))) + 1] += 1
-            keyLow.append(UInt16(truncatingIfNeeded: key))
-            values.append(UInt32(truncatingIfNeeded: p))
-        }
-        for i in 1..<directory.count { directory[i] += directory[i - 1] }
-        var directoryBytes = ByteWriter()
-        for d in directory { directoryBytes.append(d) }
+        // 2. The index: a directory over the top bits of the key, and the postings of each bucket.
+        let (bits, index) = version == 1 ? version1Index(postings) : index(postings, timelineFrames: timeline)
 
         // 3. Header, section table, sections.
-        var sections: [(CatalogLayout.Section, [UInt8])] = [
-            (.references, records.bytes), (.directory, directoryBytes.bytes), (.keyLow, keyLow.bytes),
-            (.values, values.bytes), (.peaks, peaks.bytes), (.metadata, metadata.bytes),
-        ]
+        var sections: [(CatalogLayout.Section, [UInt8])] = [(.references, records.bytes), (.directory, index.directory)]
+        sections += index.postings
+        sections += [(.peaks, peaks.bytes), (.metadata, metadata.bytes)]
         // Cues only when there are some: a catalog without them is exactly what older builds wrote.
         if catalog.references.contains(where: { !$0.cues.isEmpty }) {
             do { sections.append((.cues, [UInt8](try JSONCoding.encoder.encode(catalog.references.map(\.cues))))) } catch {
@@ -68,7 +60,7 @@ enum CatalogWriter {
         }
         var out = ByteWriter()
         out.append(bytes: CatalogLayout.magic)
-        out.append(CatalogLayout.formatVersion)
+        out.append(version)
         out.append(UInt16(CatalogLayout.headerSize))
         out.append(UInt16(sections.count))
         out.append(UInt16(0))
@@ -105,5 +97,52 @@ enum CatalogWriter {
             out.append(bytes: bytes)
         }
         return out.bytes
+    }
+
+    private typealias Index = (directory: [UInt8], postings: [(CatalogLayout.Section, [UInt8])])
+
+    /// Version 2: 21-bit index keys (`PostingRecord.indexKey`), sorted, each posting one record.
+    private static func index(_ postings: [UInt64], timelineFrames: Int) -> (Int, Index) {
+        let bits = CatalogLayout.directoryBits(forEntries: postings.count, timelineFrames: timelineFrames)
+        let residualBits = UInt64(CatalogLayout.PostingRecord.keyBits) - UInt64(bits)
+        let frameBits = UInt64(CatalogLayout.PostingRecord.frameBits(directoryBits: UInt32(bits)))
+        var directory = [UInt32](repeating: 0, count: (1 << bits) + 1)
+        var records = [UInt8](repeating: 0, count: postings.count * CatalogLayout.PostingRecord.size)
+        for (i, p) in postings.enumerated() {
+            let key = p >> 36, value = p & (1 << 36 - 1)
+            directory[Int(key >> residualBits) + 1] += 1
+            let record = (key & (1 << residualBits - 1)) << (frameBits + 4) | value
+            for b in 0..<CatalogLayout.PostingRecord.size {
+                records[i * CatalogLayout.PostingRecord.size + b] = UInt8(truncatingIfNeeded: record >> (8 * UInt64(b)))
+            }
+        }
+        return (bits, (cumulative(directory), [(.postings, records)]))
+    }
+
+    /// Version 1: mixed 32-bit keys, sorted; their low 16 bits and the values as parallel arrays.
+    private static func version1Index(_ postings: [UInt64]) -> (Int, Index) {
+        let bits = CatalogLayout.version1DirectoryBits(forEntries: postings.count)
+        var directory = [UInt32](repeating: 0, count: (1 << bits) + 1)
+        var keyLow = ByteWriter()
+        var values = ByteWriter()
+        keyLow.bytes.reserveCapacity(postings.count * 2)
+        values.bytes.reserveCapacity(postings.count * 4)
+        for p in postings {
+            let key = UInt32(truncatingIfNeeded: p >> 32)
+            directory[Int(key >> (32 - UInt32(bits))) + 1] += 1
+            keyLow.append(UInt16(truncatingIfNeeded: key))
+            values.append(UInt32(truncatingIfNeeded: p))
+        }
+        return (bits, (cumulative(directory), [(.keyLow, keyLow.bytes), (.values, values.bytes)]))
+    }
+
+    /// Bucket counts (each at its bucket + 1) made into where each bucket starts, as bytes.
+    private static func cumulative(_ counts: [UInt32]) -> [UInt8] {
+        var directory = counts
+        for i in 1..<directory.count { directory[i] += directory[i - 1] }
+        var bytes = ByteWriter()
+        bytes.bytes.reserveCapacity(directory.count * 4)
+        for d in directory { bytes.append(d) }
+        return bytes.bytes
     }
 }

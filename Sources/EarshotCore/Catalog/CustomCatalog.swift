@@ -125,6 +125,18 @@ public struct CustomCatalog: Sendable, Equatable {
         return try CatalogWriter.encode(self)
     }
 
+    /// The `.earcat` file contents in `formatVersion`, 1 as earlier releases wrote it: for
+    /// benchmarks and tests of what such catalogs cost and answer (this build reads them, and
+    /// `earshot catalog upgrade` rewrites them in the current format).
+    @_spi(EarlierFormats)
+    public func dataRepresentation(formatVersion: Int) throws(EarshotError) -> [UInt8] {
+        guard let version = UInt16(exactly: formatVersion), CatalogLayout.readableVersions.contains(version) else {
+            throw .catalogInvalid("no catalog format \(formatVersion)")
+        }
+        try validateLimits()
+        return try CatalogWriter.encode(self, version: version)
+    }
+
     /// Reads an `.earcat` image fully (structure and every checksum) into an editable catalog.
     public init(dataRepresentation data: [UInt8]) throws(EarshotError) {
         let mapped = try MappedCatalog(bytes: data, verification: .full)

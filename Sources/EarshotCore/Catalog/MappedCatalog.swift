@@ -40,10 +40,21 @@ public final class MappedCatalog: @unchecked Sendable {
     public let references: [Reference]
     public let entryCount: Int
     public let timelineFrames: Int
+    /// The `.earcat` format version of the file: 1 (earlier releases) or 2 (`currentFormatVersion`).
+    public let formatVersion: Int
+    /// The format version this build writes.
+    public static let currentFormatVersion = Int(CatalogLayout.formatVersion)
     private let directoryBits: UInt32
     private let directory: UnsafePointer<UInt32>
-    private let keyLow: UnsafePointer<UInt16>
-    private let values: UnsafePointer<UInt32>
+    /// How the postings of a bucket are stored, by format version.
+    private enum Postings {
+        /// Version 1: parallel arrays of the key's low 16 bits and `frame << 4 | fine`.
+        case version1(keyLow: UnsafePointer<UInt16>, values: UnsafePointer<UInt32>)
+        /// Version 2: 5-byte records (`CatalogLayout.PostingRecord`), `residualShift` the bit
+        /// where the key's residual bits start and `valueMask` the frame and fine bits below it.
+        case records(UnsafeRawPointer, residualShift: UInt64, valueMask: UInt64)
+    }
+    private let postings: Postings
     private let peaksSection: UnsafeRawBufferPointer
     private let referenceStarts: [Int]
     private let mediaItemsByReference: [[MediaItem]]
@@ -81,16 +92,18 @@ public final class MappedCatalog: @unchecked Sendable {
         }
         _ = try r.readBytes(8, "magic")
         let version = try r.read(UInt16.self, "version")
-        guard version == CatalogLayout.formatVersion else {
-            throw .catalogInvalid("unsupported catalog format version \(version) (this build reads \(CatalogLayout.formatVersion))")
+        guard CatalogLayout.readableVersions.contains(version) else {
+            let readable = CatalogLayout.readableVersions
+            throw .catalogInvalid("unsupported catalog format version \(version) (this build reads \(readable.lowerBound) to \(readable.upperBound))")
         }
         guard try r.read(UInt16.self, "header size") == CatalogLayout.headerSize else {
             throw .catalogInvalid("unexpected header size")
         }
         let sectionCount = Int(try r.read(UInt16.self, "section count"))
-        let required = CatalogLayout.Section.required.count
-        guard sectionCount == required || sectionCount == CatalogLayout.Section.allCases.count else {
-            throw .catalogInvalid("expected \(required) or \(CatalogLayout.Section.allCases.count) sections, header says \(sectionCount)")
+        let required = CatalogLayout.Section.required(version: version).count
+        let allowed = CatalogLayout.Section.allowed(version: version)
+        guard sectionCount == required || sectionCount == allowed.count else {
+            throw .catalogInvalid("expected \(required) or \(allowed.count) sections, header says \(sectionCount)")
         }
         _ = try r.read(UInt16.self, "reserved")
         let rate = try r.read(UInt32.self, "sample rate")
@@ -111,7 +124,11 @@ public final class MappedCatalog: @unchecked Sendable {
         let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[CatalogLayout.headerSize..<tableEnd]),
                                  continuing: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<CatalogLayout.headerChecksummed])))
         guard crc == storedCRC else { throw .catalogInvalid("header checksum mismatch (file corrupt)") }
-        guard (4...22).contains(bits), entries <= UInt64(Int32.max), timeline <= UInt64(CatalogLayout.maximumTimelineFrames),
+        let bitRange: ClosedRange<UInt32> = version == 1 ? 4...22 : 4...CatalogLayout.PostingRecord.keyBits
+        guard bitRange.contains(bits), entries <= UInt64(Int32.max),
+            timeline <= UInt64(CatalogLayout.maximumTimelineFrames(version: version)),
+            // A version 2 record's frame field holds every frame of the timeline.
+            version == 1 || timeline <= 1 << UInt64(CatalogLayout.PostingRecord.frameBits(directoryBits: bits)),
             minQuery.isFinite, maxQuery.isFinite, minQuery > 0, minQuery <= maxQuery,
             // The matcher sizes its offset range by the longest query: at most a catalog's duration.
             maxQuery <= CatalogLayout.maximumDuration
@@ -130,7 +147,7 @@ public final class MappedCatalog: @unchecked Sendable {
             let length = try t.read(UInt64.self, "section length")
             let sectionCRC = try t.read(UInt32.self, "section checksum")
             _ = try t.read(UInt32.self, "reserved")
-            guard let kind = CatalogLayout.Section(rawValue: kindRaw), sections[kind] == nil else {
+            guard let kind = CatalogLayout.Section(rawValue: kindRaw), allowed.contains(kind), sections[kind] == nil else {
                 throw .catalogInvalid("unknown or repeated section kind \(kindRaw)")
             }
             guard offset % UInt64(CatalogLayout.sectionAlignment) == 0, offset >= UInt64(tableEnd),
@@ -175,7 +192,7 @@ public final class MappedCatalog: @unchecked Sendable {
             ? CatalogSignature(trailer: UnsafeRawBufferPointer(rebasing: raw[bodyEnd...])) : nil
         signature = trailer
         signedByteCount = trailer == nil ? raw.count : bodyEnd
-        for kind in CatalogLayout.Section.required where sections[kind] == nil {
+        for kind in CatalogLayout.Section.required(version: version) where sections[kind] == nil {
             throw .catalogInvalid("the \(kind) section is missing")
         }
         let expected: [CatalogLayout.Section: Int] = [
@@ -183,8 +200,9 @@ public final class MappedCatalog: @unchecked Sendable {
             .directory: ((1 << Int(bits)) + 1) * 4,
             .keyLow: Int(entries) * 2,
             .values: Int(entries) * 4,
+            .postings: Int(entries) * CatalogLayout.PostingRecord.size,
         ]
-        for (kind, size) in expected where sections[kind]!.count != size {
+        for (kind, size) in expected where sections[kind] != nil && sections[kind]!.count != size {
             throw .catalogInvalid("section \(kind) is \(sections[kind]!.count) bytes, expected \(size)")
         }
 
@@ -223,10 +241,19 @@ public final class MappedCatalog: @unchecked Sendable {
         maximumQuerySignatureDuration = maxQuery
         entryCount = Int(entries)
         timelineFrames = Int(timeline)
+        formatVersion = Int(version)
         directoryBits = bits
-        directory = sections[.directory]!.baseAddress!.assumingMemoryBound(to: UInt32.self)
-        keyLow = (sections[.keyLow]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt16.self)
-        values = (sections[.values]!.baseAddress ?? sections[.directory]!.baseAddress!).assumingMemoryBound(to: UInt32.self)
+        let directoryBase = sections[.directory]!.baseAddress!
+        directory = directoryBase.assumingMemoryBound(to: UInt32.self)
+        // An empty section may have no address; its lookups never read it (buckets are empty).
+        if version == 1 {
+            postings = .version1(keyLow: (sections[.keyLow]!.baseAddress ?? directoryBase).assumingMemoryBound(to: UInt16.self),
+                                 values: (sections[.values]!.baseAddress ?? directoryBase).assumingMemoryBound(to: UInt32.self))
+        } else {
+            let frameBits = UInt64(CatalogLayout.PostingRecord.frameBits(directoryBits: bits))
+            postings = .records(sections[.postings]!.baseAddress ?? directoryBase, residualShift: frameBits + 4,
+                                valueMask: 1 << (frameBits + 4) - 1)
+        }
         peaksSection = peaks
         mediaItemsByReference = try Self.decodeMediaItems(refs, in: metadata)
         schedules = try Self.decodeCues(refs, in: sections[.cues])
@@ -277,23 +304,32 @@ public final class MappedCatalog: @unchecked Sendable {
     /// hostile directory can cause.
     public static let maximumBucketLength = 4096
 
-    /// Reads, for every key, its directory entry and then the first key and value of its
-    /// bucket, and returns a sum of what it read (keep it, so the reads are not left out).
+    /// Reads, for every key, its directory entry and then the first posting of its bucket, and
+    /// returns a sum of what it read (keep it, so the reads are not left out).
     ///
     /// In a large catalog each of those is a cache miss. `forEachPosting` key after key waits
     /// for them one at a time; here the reads of different keys do not depend on each other, so
     /// the processor has many in flight at once, and the `forEachPosting` calls that follow
     /// find them in cache. No allocation; reads only inside the arrays.
     public func warmPostings(of keys: UnsafeBufferPointer<UInt32>) -> UInt32 {
-        let shift = 32 - directoryBits
         var sum: UInt32 = 0
-        for key in keys { sum &+= directory[Int(key >> shift)] }
+        for key in keys { sum &+= directory[bucket(of: key)] }
         for key in keys {
-            let lo = Int(directory[Int(key >> shift)])
+            let lo = Int(directory[bucket(of: key)])
             guard lo < entryCount else { continue }
-            sum &+= UInt32(keyLow[lo]) &+ values[lo]
+            switch postings {
+            case .version1(let keyLow, let values): sum &+= UInt32(keyLow[lo]) &+ values[lo]
+            case .records(let base, _, _): sum &+= UInt32((base + lo * CatalogLayout.PostingRecord.size).load(as: UInt8.self))
+            }
         }
         return sum
+    }
+
+    /// The directory bucket of `key` (a `LandmarkHasher` key).
+    @inline(__always)
+    private func bucket(of key: UInt32) -> Int {
+        formatVersion == 1 ? Int(key >> (32 - directoryBits))
+            : Int(CatalogLayout.PostingRecord.indexKey(key) >> (CatalogLayout.PostingRecord.keyBits - directoryBits))
     }
 
     /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`.
@@ -301,21 +337,42 @@ public final class MappedCatalog: @unchecked Sendable {
     /// `maximumPostingsPerKey` postings. In a large catalog a bucket holds few keys, so a common
     /// key must not take its bucket's other keys with it: the limit is per key.
     @inline(__always)
-    public func forEachPosting(of key: UInt32, _ body: (UInt32) -> Void) {
-        let bucket = Int(key >> (32 - directoryBits))
+    public func forEachPosting(of key: UInt32, _ body: (UInt64) -> Void) {
+        let bucket = bucket(of: key)
         let lo = Int(directory[bucket]), hi = Int(directory[bucket + 1])
         // A corrupt directory must not lead outside the arrays.
         guard lo <= hi, hi <= entryCount, hi - lo <= Self.maximumBucketLength else { return }
-        let low = UInt16(truncatingIfNeeded: key)
-        if hi - lo > Self.maximumPostingsPerKey {
-            var count = 0
-            for i in lo..<hi where keyLow[i] == low { count += 1 }
-            guard count <= Self.maximumPostingsPerKey else { return }
-        }
-        var i = lo
-        while i < hi {
-            if keyLow[i] == low { body(values[i]) }
-            i += 1
+        switch postings {
+        case .version1(let keyLow, let values):
+            let low = UInt16(truncatingIfNeeded: key)
+            if hi - lo > Self.maximumPostingsPerKey {
+                var count = 0
+                for i in lo..<hi where keyLow[i] == low { count += 1 }
+                guard count <= Self.maximumPostingsPerKey else { return }
+            }
+            var i = lo
+            while i < hi {
+                if keyLow[i] == low { body(UInt64(values[i])) }
+                i += 1
+            }
+        case .records(let base, let residualShift, let valueMask):
+            // At 2²¹ buckets a bucket is one key and every residual is 0.
+            let residual = UInt64(CatalogLayout.PostingRecord.indexKey(key) & (1 << (CatalogLayout.PostingRecord.keyBits - directoryBits) - 1))
+            @inline(__always) func record(_ i: Int) -> UInt64 {
+                let p = base + i * CatalogLayout.PostingRecord.size
+                return UInt64(p.load(as: UInt8.self)) | UInt64(UInt32(littleEndian: (p + 1).loadUnaligned(as: UInt32.self))) << 8
+            }
+            if hi - lo > Self.maximumPostingsPerKey {
+                var count = 0
+                for i in lo..<hi where record(i) >> residualShift == residual { count += 1 }
+                guard count <= Self.maximumPostingsPerKey else { return }
+            }
+            var i = lo
+            while i < hi {
+                let r = record(i)
+                if r >> residualShift == residual { body(r & valueMask) }
+                i += 1
+            }
         }
     }
 

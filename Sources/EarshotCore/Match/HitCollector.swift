@@ -145,11 +145,11 @@ final class HitCollector {
             let frame = frames[l], landmark = UInt32(l) << 4
             var found = 0, overflowed = false
             catalog.forEachPosting(of: keys[l]) { value in
-                let reference = Int32(value >> 4)
+                let reference = Int32(truncatingIfNeeded: value >> 4)
                 guard histogram.bin(ofOffset: Int(reference) - Int(frame)) != nil else { return }
                 guard found < keyFrames.count else { overflowed = true; return }
                 keyFrames[found] = reference
-                keySources[found] = landmark | value & 15
+                keySources[found] = landmark | UInt32(truncatingIfNeeded: value) & 15
                 found += 1
             }
             // More postings than one catalog lets a key give (several catalogs searched together

@@ -109,6 +109,7 @@ final class CatalogRegistry: Sendable {
                 if record == nil || record?.sha256 != l.sha256 { slot.version += 1 }
                 slot.loaded = l
                 logger.debug("catalog \(name) v\(slot.version): \(l.catalog.byteCount) bytes verified")
+                logNotice(name, l)
             case .failure(let refusal):
                 if shouldStop() || refusal.kind == .stopped { throw DaemonSignals.stoppedDuringStartUp }
                 logger.error("catalog \(name) left out: \(refusal.message)")
@@ -155,6 +156,20 @@ final class CatalogRegistry: Sendable {
 
     func path(of name: String) -> String { "\(directory)/\(CatalogName.fileName(name))" }
 
+    /// What to tell about a catalog that serves but should be changed: a file of an earlier
+    /// format is matched as it is, and `earshot catalog upgrade` rewrites it. Nil for none.
+    func notice(_ name: String, _ loaded: Loaded) -> String? {
+        let version = loaded.catalog.formatVersion, current = MappedCatalog.currentFormatVersion
+        guard version < current else { return nil }
+        return "file format \(version), from an earlier release: matched as it is; `earshot catalog upgrade \(path(of: name))` "
+            + "rewrites it in format \(current), which is smaller and faster to search (or upload an upgraded copy)"
+    }
+
+    /// Logs `notice` for a catalog that has one.
+    private func logNotice(_ name: String, _ loaded: Loaded) {
+        if let notice = notice(name, loaded) { logger.warning("catalog \(name): \(notice)") }
+    }
+
     // MARK: Changes (on `queue`)
 
     /// Installs a verified file that is already at `path(of: name)`. A new name is enabled if
@@ -173,6 +188,7 @@ final class CatalogRegistry: Sendable {
         }
         changed()
         logger.notice("catalog \(name) v\(slot.version) \(outcome == .installed ? "installed" : "replaced the version serving") (\(loaded.catalog.referenceCount) references, \(SHA256.hex(loaded.sha256).prefix(12))…\(loaded.signer.map { ", signed by \($0.description)" } ?? ""))\(slot.enabled ? "" : "; disabled until enabled")")
+        logNotice(name, loaded)
         publish(outcome == .installed ? .installed : .replaced, slot)
         return (slot, outcome)
     }

@@ -45,6 +45,7 @@ final class CatalogsService: Sendable {
             m.signerKey = l.signer?.publicKey ?? ""
             m.signerName = l.signer?.name ?? ""
             m.failure = s.failure ?? ""
+            m.notice = registry.notice(s.name, l) ?? ""
         } else {
             m = Earshot_V1_CatalogSummary(name: s.name, failure: s.failure ?? "")
             if s.failure == nil { m.state = .loading }

@@ -176,37 +176,31 @@ public nonisolated struct Earshot_V1_UploadStatus: Sendable {
   public init() {}
 }
 
-public nonisolated struct Earshot_V1_CommitUploadResponse: @unchecked Sendable {
+public nonisolated struct Earshot_V1_CommitUploadResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var catalog: Earshot_V1_CatalogSummary {
-    get {_storage._catalog ?? Earshot_V1_CatalogSummary()}
-    set {_uniqueStorage()._catalog = newValue}
+    get {_catalog ?? Earshot_V1_CatalogSummary()}
+    set {_catalog = newValue}
   }
   /// Returns true if `catalog` has been explicitly set.
-  public var hasCatalog: Bool {_storage._catalog != nil}
+  public var hasCatalog: Bool {self._catalog != nil}
   /// Clears the value of `catalog`. Subsequent reads from it will return its default value.
-  public mutating func clearCatalog() {_uniqueStorage()._catalog = nil}
+  public mutating func clearCatalog() {self._catalog = nil}
 
   /// The name held an earlier version, which this one replaced.
-  public var replaced: Bool {
-    get {_storage._replaced}
-    set {_uniqueStorage()._replaced = newValue}
-  }
+  public var replaced: Bool = false
 
   /// Milliseconds spent verifying (SHA-256, structure, signature) and installing.
-  public var installMilliseconds: Double {
-    get {_storage._installMilliseconds}
-    set {_uniqueStorage()._installMilliseconds = newValue}
-  }
+  public var installMilliseconds: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _catalog: Earshot_V1_CatalogSummary? = nil
 }
 
 public nonisolated struct Earshot_V1_DescribeCatalogRequest: Sendable {
@@ -581,81 +575,41 @@ nonisolated extension Earshot_V1_CommitUploadResponse: SwiftProtobuf.Message, Sw
   public static let protoMessageName: String = _protobuf_package + ".CommitUploadResponse"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}catalog\0\u{1}replaced\0\u{3}install_milliseconds\0")
 
-  fileprivate class _StorageClass {
-    var _catalog: Earshot_V1_CatalogSummary? = nil
-    var _replaced: Bool = false
-    var _installMilliseconds: Double = 0
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _catalog = source._catalog
-      _replaced = source._replaced
-      _installMilliseconds = source._installMilliseconds
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._catalog) }()
-        case 2: try { try decoder.decodeSingularBoolField(value: &_storage._replaced) }()
-        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._installMilliseconds) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._catalog) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.replaced) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.installMilliseconds) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      try { if let v = _storage._catalog {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-      } }()
-      if _storage._replaced != false {
-        try visitor.visitSingularBoolField(value: _storage._replaced, fieldNumber: 2)
-      }
-      if _storage._installMilliseconds.bitPattern != 0 {
-        try visitor.visitSingularDoubleField(value: _storage._installMilliseconds, fieldNumber: 3)
-      }
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._catalog {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.replaced != false {
+      try visitor.visitSingularBoolField(value: self.replaced, fieldNumber: 2)
+    }
+    if self.installMilliseconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.installMilliseconds, fieldNumber: 3)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_CommitUploadResponse, rhs: Earshot_V1_CommitUploadResponse) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._catalog != rhs_storage._catalog {return false}
-        if _storage._replaced != rhs_storage._replaced {return false}
-        if _storage._installMilliseconds != rhs_storage._installMilliseconds {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs._catalog != rhs._catalog {return false}
+    if lhs.replaced != rhs.replaced {return false}
+    if lhs.installMilliseconds != rhs.installMilliseconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -136,39 +136,33 @@ public nonisolated struct Earshot_V1_EventEnvelope: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-public nonisolated struct Earshot_V1_CatalogEvent: @unchecked Sendable {
+public nonisolated struct Earshot_V1_CatalogEvent: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var kind: Earshot_V1_CatalogEvent.Kind {
-    get {_storage._kind}
-    set {_uniqueStorage()._kind = newValue}
-  }
+  public var kind: Earshot_V1_CatalogEvent.Kind = .unspecified
 
   public var catalog: Earshot_V1_CatalogSummary {
-    get {_storage._catalog ?? Earshot_V1_CatalogSummary()}
-    set {_uniqueStorage()._catalog = newValue}
+    get {_catalog ?? Earshot_V1_CatalogSummary()}
+    set {_catalog = newValue}
   }
   /// Returns true if `catalog` has been explicitly set.
-  public var hasCatalog: Bool {_storage._catalog != nil}
+  public var hasCatalog: Bool {self._catalog != nil}
   /// Clears the value of `catalog`. Subsequent reads from it will return its default value.
-  public mutating func clearCatalog() {_uniqueStorage()._catalog = nil}
+  public mutating func clearCatalog() {self._catalog = nil}
 
-  public var message: String {
-    get {_storage._message}
-    set {_uniqueStorage()._message = newValue}
-  }
+  public var message: String = String()
 
   /// For KIND_UPLOADED (and a failed commit): the upload.
   public var upload: Earshot_V1_UploadStatus {
-    get {_storage._upload ?? Earshot_V1_UploadStatus()}
-    set {_uniqueStorage()._upload = newValue}
+    get {_upload ?? Earshot_V1_UploadStatus()}
+    set {_upload = newValue}
   }
   /// Returns true if `upload` has been explicitly set.
-  public var hasUpload: Bool {_storage._upload != nil}
+  public var hasUpload: Bool {self._upload != nil}
   /// Clears the value of `upload`. Subsequent reads from it will return its default value.
-  public mutating func clearUpload() {_uniqueStorage()._upload = nil}
+  public mutating func clearUpload() {self._upload = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -246,7 +240,8 @@ public nonisolated struct Earshot_V1_CatalogEvent: @unchecked Sendable {
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _catalog: Earshot_V1_CatalogSummary? = nil
+  fileprivate var _upload: Earshot_V1_UploadStatus? = nil
 }
 
 public nonisolated struct Earshot_V1_HealthEvent: Sendable {
@@ -510,88 +505,46 @@ nonisolated extension Earshot_V1_CatalogEvent: SwiftProtobuf.Message, SwiftProto
   public static let protoMessageName: String = _protobuf_package + ".CatalogEvent"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}catalog\0\u{1}message\0\u{1}upload\0")
 
-  fileprivate class _StorageClass {
-    var _kind: Earshot_V1_CatalogEvent.Kind = .unspecified
-    var _catalog: Earshot_V1_CatalogSummary? = nil
-    var _message: String = String()
-    var _upload: Earshot_V1_UploadStatus? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _kind = source._kind
-      _catalog = source._catalog
-      _message = source._message
-      _upload = source._upload
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
-        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._catalog) }()
-        case 3: try { try decoder.decodeSingularStringField(value: &_storage._message) }()
-        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._upload) }()
-        default: break
-        }
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._catalog) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._upload) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if _storage._kind != .unspecified {
-        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 1)
-      }
-      try { if let v = _storage._catalog {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-      } }()
-      if !_storage._message.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._message, fieldNumber: 3)
-      }
-      try { if let v = _storage._upload {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 1)
     }
+    try { if let v = self._catalog {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 3)
+    }
+    try { if let v = self._upload {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_CatalogEvent, rhs: Earshot_V1_CatalogEvent) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._kind != rhs_storage._kind {return false}
-        if _storage._catalog != rhs_storage._catalog {return false}
-        if _storage._message != rhs_storage._message {return false}
-        if _storage._upload != rhs_storage._upload {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.kind != rhs.kind {return false}
+    if lhs._catalog != rhs._catalog {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs._upload != rhs._upload {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

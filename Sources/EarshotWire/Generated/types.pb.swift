@@ -375,54 +375,114 @@ public nonisolated struct Earshot_V1_CaptureStatistics: Sendable {
   public init() {}
 }
 
-public nonisolated struct Earshot_V1_CatalogSummary: Sendable {
+public nonisolated struct Earshot_V1_CatalogSummary: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
-  public var referenceCount: UInt32 = 0
+  public var referenceCount: UInt32 {
+    get {_storage._referenceCount}
+    set {_uniqueStorage()._referenceCount = newValue}
+  }
 
-  public var totalDurationSeconds: Double = 0
+  public var totalDurationSeconds: Double {
+    get {_storage._totalDurationSeconds}
+    set {_uniqueStorage()._totalDurationSeconds = newValue}
+  }
 
-  public var byteCount: UInt64 = 0
+  public var byteCount: UInt64 {
+    get {_storage._byteCount}
+    set {_uniqueStorage()._byteCount = newValue}
+  }
 
-  public var minimumQueryDuration: Double = 0
+  public var minimumQueryDuration: Double {
+    get {_storage._minimumQueryDuration}
+    set {_uniqueStorage()._minimumQueryDuration = newValue}
+  }
 
-  public var maximumQueryDuration: Double = 0
+  public var maximumQueryDuration: Double {
+    get {_storage._maximumQueryDuration}
+    set {_uniqueStorage()._maximumQueryDuration = newValue}
+  }
 
   /// Matches search this catalog (state ACTIVE).
-  public var active: Bool = false
+  public var active: Bool {
+    get {_storage._active}
+    set {_uniqueStorage()._active = newValue}
+  }
 
   /// ACTIVE: verified, mapped and searched by matches. DISABLED: verified and kept, not searched.
   /// LOADING: being verified. FAILED: not usable; `failure` says why. When a file copied into the
   /// catalogs folder under a name that serves is refused, the older version keeps serving and
   /// stays ACTIVE (or DISABLED) with `failure` set. A refused upload changes nothing here: the
   /// caller gets the reason, and the catalog/ topic a FAILED event with it.
-  public var state: Earshot_V1_CatalogState = .unspecified
+  public var state: Earshot_V1_CatalogState {
+    get {_storage._state}
+    set {_uniqueStorage()._state = newValue}
+  }
 
-  public var failure: String = String()
+  public var failure: String {
+    get {_storage._failure}
+    set {_uniqueStorage()._failure = newValue}
+  }
 
   /// Counts up each time a new file is installed under this name (upload or drop-in), from 1.
-  public var version: UInt64 = 0
+  public var version: UInt64 {
+    get {_storage._version}
+    set {_uniqueStorage()._version = newValue}
+  }
 
   /// SHA-256 of the file (lower-case hex, as sha256sum prints it).
-  public var sha256: String = String()
+  public var sha256: String {
+    get {_storage._sha256}
+    set {_uniqueStorage()._sha256 = newValue}
+  }
 
-  public var installedAt: String = String()
+  public var installedAt: String {
+    get {_storage._installedAt}
+    set {_uniqueStorage()._installedAt = newValue}
+  }
 
   /// The author's Ed25519 public key (Z85) and trusted name, when the catalog is signed.
-  public var signerKey: String = String()
+  public var signerKey: String {
+    get {_storage._signerKey}
+    set {_uniqueStorage()._signerKey = newValue}
+  }
 
-  public var signerName: String = String()
+  public var signerName: String {
+    get {_storage._signerName}
+    set {_uniqueStorage()._signerName = newValue}
+  }
 
   /// Whether matches should search it (the state kept across restarts).
-  public var enabled: Bool = false
+  public var enabled: Bool {
+    get {_storage._enabled}
+    set {_uniqueStorage()._enabled = newValue}
+  }
+
+  /// The .earcat file format of the file serving (docs/FORMATS.md); 0 while none serves.
+  public var formatVersion: UInt32 {
+    get {_storage._formatVersion}
+    set {_uniqueStorage()._formatVersion = newValue}
+  }
+
+  /// Advice on a catalog that serves but should be changed (a file of an earlier format, which
+  /// `earshot catalog upgrade` rewrites); empty when there is none.
+  public var notice: String {
+    get {_storage._notice}
+    set {_uniqueStorage()._notice = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// The outcome of adding a match to the caller's library in the same call (Match and
@@ -883,99 +943,177 @@ nonisolated extension Earshot_V1_CaptureStatistics: SwiftProtobuf.Message, Swift
 
 nonisolated extension Earshot_V1_CatalogSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CatalogSummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0\u{1}state\0\u{1}failure\0\u{1}version\0\u{1}sha256\0\u{3}installed_at\0\u{3}signer_key\0\u{3}signer_name\0\u{1}enabled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{3}reference_count\0\u{3}total_duration_seconds\0\u{3}byte_count\0\u{3}minimum_query_duration\0\u{3}maximum_query_duration\0\u{1}active\0\u{1}state\0\u{1}failure\0\u{1}version\0\u{1}sha256\0\u{3}installed_at\0\u{3}signer_key\0\u{3}signer_name\0\u{1}enabled\0\u{3}format_version\0\u{1}notice\0")
+
+  fileprivate class _StorageClass {
+    var _name: String = String()
+    var _referenceCount: UInt32 = 0
+    var _totalDurationSeconds: Double = 0
+    var _byteCount: UInt64 = 0
+    var _minimumQueryDuration: Double = 0
+    var _maximumQueryDuration: Double = 0
+    var _active: Bool = false
+    var _state: Earshot_V1_CatalogState = .unspecified
+    var _failure: String = String()
+    var _version: UInt64 = 0
+    var _sha256: String = String()
+    var _installedAt: String = String()
+    var _signerKey: String = String()
+    var _signerName: String = String()
+    var _enabled: Bool = false
+    var _formatVersion: UInt32 = 0
+    var _notice: String = String()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _name = source._name
+      _referenceCount = source._referenceCount
+      _totalDurationSeconds = source._totalDurationSeconds
+      _byteCount = source._byteCount
+      _minimumQueryDuration = source._minimumQueryDuration
+      _maximumQueryDuration = source._maximumQueryDuration
+      _active = source._active
+      _state = source._state
+      _failure = source._failure
+      _version = source._version
+      _sha256 = source._sha256
+      _installedAt = source._installedAt
+      _signerKey = source._signerKey
+      _signerName = source._signerName
+      _enabled = source._enabled
+      _formatVersion = source._formatVersion
+      _notice = source._notice
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.referenceCount) }()
-      case 3: try { try decoder.decodeSingularDoubleField(value: &self.totalDurationSeconds) }()
-      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.byteCount) }()
-      case 5: try { try decoder.decodeSingularDoubleField(value: &self.minimumQueryDuration) }()
-      case 6: try { try decoder.decodeSingularDoubleField(value: &self.maximumQueryDuration) }()
-      case 7: try { try decoder.decodeSingularBoolField(value: &self.active) }()
-      case 8: try { try decoder.decodeSingularEnumField(value: &self.state) }()
-      case 9: try { try decoder.decodeSingularStringField(value: &self.failure) }()
-      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.version) }()
-      case 11: try { try decoder.decodeSingularStringField(value: &self.sha256) }()
-      case 12: try { try decoder.decodeSingularStringField(value: &self.installedAt) }()
-      case 13: try { try decoder.decodeSingularStringField(value: &self.signerKey) }()
-      case 14: try { try decoder.decodeSingularStringField(value: &self.signerName) }()
-      case 15: try { try decoder.decodeSingularBoolField(value: &self.enabled) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._referenceCount) }()
+        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._totalDurationSeconds) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._byteCount) }()
+        case 5: try { try decoder.decodeSingularDoubleField(value: &_storage._minimumQueryDuration) }()
+        case 6: try { try decoder.decodeSingularDoubleField(value: &_storage._maximumQueryDuration) }()
+        case 7: try { try decoder.decodeSingularBoolField(value: &_storage._active) }()
+        case 8: try { try decoder.decodeSingularEnumField(value: &_storage._state) }()
+        case 9: try { try decoder.decodeSingularStringField(value: &_storage._failure) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._version) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._sha256) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._installedAt) }()
+        case 13: try { try decoder.decodeSingularStringField(value: &_storage._signerKey) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._signerName) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._enabled) }()
+        case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._formatVersion) }()
+        case 17: try { try decoder.decodeSingularStringField(value: &_storage._notice) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
-    }
-    if self.referenceCount != 0 {
-      try visitor.visitSingularUInt32Field(value: self.referenceCount, fieldNumber: 2)
-    }
-    if self.totalDurationSeconds.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.totalDurationSeconds, fieldNumber: 3)
-    }
-    if self.byteCount != 0 {
-      try visitor.visitSingularUInt64Field(value: self.byteCount, fieldNumber: 4)
-    }
-    if self.minimumQueryDuration.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.minimumQueryDuration, fieldNumber: 5)
-    }
-    if self.maximumQueryDuration.bitPattern != 0 {
-      try visitor.visitSingularDoubleField(value: self.maximumQueryDuration, fieldNumber: 6)
-    }
-    if self.active != false {
-      try visitor.visitSingularBoolField(value: self.active, fieldNumber: 7)
-    }
-    if self.state != .unspecified {
-      try visitor.visitSingularEnumField(value: self.state, fieldNumber: 8)
-    }
-    if !self.failure.isEmpty {
-      try visitor.visitSingularStringField(value: self.failure, fieldNumber: 9)
-    }
-    if self.version != 0 {
-      try visitor.visitSingularUInt64Field(value: self.version, fieldNumber: 10)
-    }
-    if !self.sha256.isEmpty {
-      try visitor.visitSingularStringField(value: self.sha256, fieldNumber: 11)
-    }
-    if !self.installedAt.isEmpty {
-      try visitor.visitSingularStringField(value: self.installedAt, fieldNumber: 12)
-    }
-    if !self.signerKey.isEmpty {
-      try visitor.visitSingularStringField(value: self.signerKey, fieldNumber: 13)
-    }
-    if !self.signerName.isEmpty {
-      try visitor.visitSingularStringField(value: self.signerName, fieldNumber: 14)
-    }
-    if self.enabled != false {
-      try visitor.visitSingularBoolField(value: self.enabled, fieldNumber: 15)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 1)
+      }
+      if _storage._referenceCount != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._referenceCount, fieldNumber: 2)
+      }
+      if _storage._totalDurationSeconds.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._totalDurationSeconds, fieldNumber: 3)
+      }
+      if _storage._byteCount != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._byteCount, fieldNumber: 4)
+      }
+      if _storage._minimumQueryDuration.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._minimumQueryDuration, fieldNumber: 5)
+      }
+      if _storage._maximumQueryDuration.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._maximumQueryDuration, fieldNumber: 6)
+      }
+      if _storage._active != false {
+        try visitor.visitSingularBoolField(value: _storage._active, fieldNumber: 7)
+      }
+      if _storage._state != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._state, fieldNumber: 8)
+      }
+      if !_storage._failure.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._failure, fieldNumber: 9)
+      }
+      if _storage._version != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._version, fieldNumber: 10)
+      }
+      if !_storage._sha256.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._sha256, fieldNumber: 11)
+      }
+      if !_storage._installedAt.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._installedAt, fieldNumber: 12)
+      }
+      if !_storage._signerKey.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._signerKey, fieldNumber: 13)
+      }
+      if !_storage._signerName.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._signerName, fieldNumber: 14)
+      }
+      if _storage._enabled != false {
+        try visitor.visitSingularBoolField(value: _storage._enabled, fieldNumber: 15)
+      }
+      if _storage._formatVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._formatVersion, fieldNumber: 16)
+      }
+      if !_storage._notice.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._notice, fieldNumber: 17)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Earshot_V1_CatalogSummary, rhs: Earshot_V1_CatalogSummary) -> Bool {
-    if lhs.name != rhs.name {return false}
-    if lhs.referenceCount != rhs.referenceCount {return false}
-    if lhs.totalDurationSeconds != rhs.totalDurationSeconds {return false}
-    if lhs.byteCount != rhs.byteCount {return false}
-    if lhs.minimumQueryDuration != rhs.minimumQueryDuration {return false}
-    if lhs.maximumQueryDuration != rhs.maximumQueryDuration {return false}
-    if lhs.active != rhs.active {return false}
-    if lhs.state != rhs.state {return false}
-    if lhs.failure != rhs.failure {return false}
-    if lhs.version != rhs.version {return false}
-    if lhs.sha256 != rhs.sha256 {return false}
-    if lhs.installedAt != rhs.installedAt {return false}
-    if lhs.signerKey != rhs.signerKey {return false}
-    if lhs.signerName != rhs.signerName {return false}
-    if lhs.enabled != rhs.enabled {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._referenceCount != rhs_storage._referenceCount {return false}
+        if _storage._totalDurationSeconds != rhs_storage._totalDurationSeconds {return false}
+        if _storage._byteCount != rhs_storage._byteCount {return false}
+        if _storage._minimumQueryDuration != rhs_storage._minimumQueryDuration {return false}
+        if _storage._maximumQueryDuration != rhs_storage._maximumQueryDuration {return false}
+        if _storage._active != rhs_storage._active {return false}
+        if _storage._state != rhs_storage._state {return false}
+        if _storage._failure != rhs_storage._failure {return false}
+        if _storage._version != rhs_storage._version {return false}
+        if _storage._sha256 != rhs_storage._sha256 {return false}
+        if _storage._installedAt != rhs_storage._installedAt {return false}
+        if _storage._signerKey != rhs_storage._signerKey {return false}
+        if _storage._signerName != rhs_storage._signerName {return false}
+        if _storage._enabled != rhs_storage._enabled {return false}
+        if _storage._formatVersion != rhs_storage._formatVersion {return false}
+        if _storage._notice != rhs_storage._notice {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

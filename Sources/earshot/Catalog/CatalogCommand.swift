@@ -19,7 +19,7 @@ struct CatalogCommand: ParsableCommand {
         subcommands: [
             CatalogCreateCommand.self, CatalogAddCommand.self, CatalogUpdateCommand.self, CatalogRemoveCommand.self,
             CatalogDisplayCommand.self, CatalogExportCommand.self, CatalogMergeCommand.self, CatalogSignCommand.self,
-            CatalogCuesCommand.self,
+            CatalogCuesCommand.self, CatalogUpgradeCommand.self,
         ]
     )
 }

@@ -45,6 +45,7 @@ struct CatalogDisplayCommand: ParsableCommand {
             print(Format.jsonText(.object([
                 "file": .string(catalog),
                 "fileSize": .number(Double(mapped.byteCount)),
+                "formatVersion": .number(Double(mapped.formatVersion)),
                 "sha256": .string(SHA256.hex(verified.sha256)),
                 "signer": verified.signer.map { .string($0.publicKey) } ?? .null,
                 "minimumQuerySignatureDuration": .number(contents.minimumQuerySignatureDuration),
@@ -58,6 +59,8 @@ struct CatalogDisplayCommand: ParsableCommand {
         }
         print(catalog)
         print("  file size:     \(Format.count(mapped.byteCount)) bytes")
+        let current = MappedCatalog.currentFormatVersion
+        print("  file format:   \(mapped.formatVersion)\(mapped.formatVersion < current ? " (an earlier release's: `earshot catalog upgrade \(catalog)` rewrites it in format \(current))" : "")")
         print("  sha256:        \(SHA256.hex(verified.sha256))")
         print("  signed by:     \(verified.signer?.publicKey ?? "nobody (unsigned)")")
         print("  query limits:  \(Format.seconds(contents.minimumQuerySignatureDuration)) to \(Format.seconds(contents.maximumQuerySignatureDuration))")

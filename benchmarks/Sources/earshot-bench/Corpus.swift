@@ -2,6 +2,7 @@ import EarshotAudio
 import EarshotCore
 import EarshotTestSupport
 import Foundation
+import EarshotSystem
 
 /// One recording of the corpus, decoded to mono at the analysis rate.
 struct CorpusFile {
@@ -195,7 +196,7 @@ enum DecodeCache {
     }
 
     static func write(_ samples: [Float], to path: String) {
-        let data = samples.withUnsafeBufferPointer { Data(buffer: $0) }  // little-endian hosts only (x86, ARM)
-        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        let bytes = samples.withUnsafeBytes { Array($0) }  // little-endian hosts only (x86, ARM)
+        try? AtomicFile.write(bytes, to: path)
     }
 }

@@ -4,6 +4,7 @@ import EarshotTransport
 import EarshotWire
 import Foundation
 import Synchronization
+import EarshotSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -316,8 +317,8 @@ final class DaemonProcess {
 
     /// Writes `<state>/clients.allow`: one "<public key> <name> <role>" line per client.
     static func writeAllowList(state: String, _ clients: [(keys: CurveKeyPair, name: String, role: String)]) throws {
-        try clients.map { "\($0.keys.publicKey) \($0.name) \($0.role)\n" }.joined()
-            .write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
+        try AtomicFile.write(Array(clients.map { "\($0.keys.publicKey) \($0.name) \($0.role)\n" }.joined().utf8),
+                             to: "\(state)/clients.allow")
     }
 
     /// The daemon's CURVE public key, from the `<state>/server.public` it writes at start.

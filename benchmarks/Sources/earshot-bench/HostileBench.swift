@@ -3,6 +3,7 @@ import EarshotTestSupport
 import EarshotTransport
 import EarshotWire
 import Foundation
+import EarshotSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -43,8 +44,8 @@ enum HostileBenchmark {
                                                        workDirectory)
 
         let good = try CurveKeyPair.generate(), admin = try CurveKeyPair.generate(), viewer = try CurveKeyPair.generate()
-        try "\(good.publicKey) good operator\n\(admin.publicKey) admin admin\n\(viewer.publicKey) attacker viewer\n"
-            .write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
+        try AtomicFile.write(Array("\(good.publicKey) good operator\n\(admin.publicKey) admin admin\n\(viewer.publicKey) attacker viewer\n".utf8),
+                             to: "\(state)/clients.allow")
         let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme, settings: ["--session.follow=false"],
                                        fileLimit: fileLimit)
         defer { daemon.stop() }

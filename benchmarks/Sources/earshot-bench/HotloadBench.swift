@@ -204,8 +204,8 @@ enum HotloadBenchmark {
         let state = try DaemonProcess.stateFolder(in: workDirectory, named: "hotload-state", catalog: p.catalogPath)
         try FileManager.default.moveItem(atPath: "\(state)/catalogs/corpus.earcat", toPath: "\(state)/catalogs/live.earcat")
         let admin = try CurveKeyPair.generate(), viewer = try CurveKeyPair.generate()
-        try "\(admin.publicKey) admin admin\n\(viewer.publicKey) matcher operator\n"
-            .write(toFile: "\(state)/clients.allow", atomically: true, encoding: .utf8)
+        try AtomicFile.write(Array("\(admin.publicKey) admin admin\n\(viewer.publicKey) matcher operator\n".utf8),
+                             to: "\(state)/clients.allow")
         let daemon = try DaemonProcess(path: daemonPath, state: state, programme: programme,
                                        settings: ["--session.follow=false", "--catalogs.max_upload_bytes=\(max(512 << 20, 2 * r.bigBytes))"])
         defer { daemon.stop() }

@@ -366,7 +366,7 @@ enum RecognitionBenchmark {
             reports.append(report)
             say(summaryLine(report))
         }
-        try? details.write(toFile: options.detailsPath, atomically: true, encoding: .utf8)
+        try? AtomicFile.write(Array(details.utf8), to: options.detailsPath)
         say("per-query details: \(options.detailsPath)")
         return reports
     }

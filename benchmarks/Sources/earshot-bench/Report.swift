@@ -57,7 +57,7 @@ enum Report {
     /// "footprint" is the table benchmarks/footprint.sh prints, pasted by hand, and "clients" is written
     /// by benchmarks/client-rtt.sh: no earshot-bench run writes them, every run keeps them. Text outside
     /// the markers is not kept: studies live in benchmarks/studies/.
-    static let sections = ["conditions", "recognition", "performance", "scale", "live", "daemon", "hostile", "hotload",
+    static let sections = ["conditions", "recognition", "performance", "scale", "scale-large", "live", "daemon", "hostile", "hotload",
                            "board", "footprint", "cues", "library", "clients"]
 
     /// The whole RESULTS.md. Sections this run did not measure are kept from `previous`.
@@ -73,7 +73,8 @@ enum Report {
         }
         if let scale {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
-            fresh["scale"] = scaleSection(env, scale)
+            // Beyond the default 100 hours (`--scale-hours 1000`): a section of its own beside it.
+            fresh[scale.hours > 150 ? "scale-large" : "scale"] = scaleSection(env, scale)
         }
         if let live {
             if fresh["conditions"] == nil, previousSection("conditions", previous) == nil { fresh["conditions"] = conditions(env) }
@@ -422,7 +423,31 @@ enum Report {
         s += "| false positives: held-out music matched | \(falsePositives(fa, na, chanceL)) | \(falsePositives(fb, nb, chanceS)) | ≤ 0.5 % | \(Fmt.passFail(na > 0 ? 100 * Double(fa) / Double(na) <= 0.5 : nil)) |\n"
         s += "| … by chance (not on shared audio) | \(chanceL.0) of \(chanceL.1) | \(chanceS.0) of \(chanceS.1) | ≤ 0.5 % | \(Fmt.passFail(chancePasses)) |\n"
         s += String(format: "| filler generation / catalog encoding (`dataRepresentation`) | %.2f s / %.2f s | | | |\n", r.generateSeconds, r.buildSeconds)
+        s += format1Section(r)
         s += calibrationSection(r)
+        return s
+    }
+
+    /// The large catalog in format 1 beside format 2: the same references, postings and queries,
+    /// probed the same way, one after the other.
+    static func format1Section(_ r: ScaleReport) -> String {
+        guard let (bytes, old) = r.format1 else { return "" }
+        let new = r.large
+        var same = 0
+        for (a, b) in zip(new.queries, old.queries) where a.id == b.id && a.offset == b.offset && a.confidence == b.confidence { same += 1 }
+        func times(_ p: ProbeResult) -> String {
+            "\(Fmt.f(Stats.percentile(p.matchTimes, 50), 2)) / \(Fmt.f(Stats.percentile(p.matchTimes, 99), 2)) ms"
+        }
+        var s = String(format: "\n### The %.0f h catalog in file format 1 (earlier releases) and 2\n\n", r.hours)
+        s += "The same catalog written both ways and probed the same way, format 2 first. Format 2 stores each posting as one "
+        s += "5-byte record where format 1 had 6 bytes in two arrays (docs/FORMATS.md, \"Catalog format versions\").\n\n"
+        s += "| what | format 2 | format 1 |\n|---|---|---|\n"
+        s += String(format: "| file size | %@ (%.3f MB/h) | %@ (%.3f MB/h) |\n", Fmt.bytes(r.fileBytes), r.megabytesPerHour,
+                    Fmt.bytes(bytes), Double(bytes) / 1_048_576 / r.hours)
+        s += "| catalog open, first / median of repeated opens | \(Fmt.f(new["open_first_ms"], 3)) / \(Fmt.f(new["open_median_ms"], 3)) ms | \(Fmt.f(old["open_first_ms"], 3)) / \(Fmt.f(old["open_median_ms"], 3)) ms |\n"
+        s += "| full check at load | \(Fmt.f(new["full_check_ms"], 0)) ms | \(Fmt.f(old["full_check_ms"], 0)) ms |\n"
+        s += "| match time p50 / p99 | \(times(new)) | \(times(old)) |\n"
+        s += "| answers the same (item, offset, confidence) | \(same) of \(new.queries.count) | |\n"
         return s
     }
 

@@ -1,5 +1,5 @@
 import EarshotAudio
-import EarshotCore
+@_spi(EarlierFormats) import EarshotCore
 import EarshotStore
 import EarshotSystem
 import EarshotTestSupport
@@ -42,6 +42,8 @@ struct ScaleReport {
     var queries: [ScaleQuery]
     var small: ProbeResult
     var large: ProbeResult
+    /// The same large catalog in format 1, as earlier releases wrote it (nil past its 596 hours).
+    var format1: (bytes: Int, probe: ProbeResult)?
     var smallBytes: Int
     var smallHours: Double
     var calibrationSmall: [Calibration.Row]
@@ -111,6 +113,9 @@ enum ScaleBenchmark {
         let t1 = Clock.now()
         let bytes = try catalog.dataRepresentation()
         let buildSeconds = Clock.now() - t1
+        // Before and after: the same catalog as earlier releases wrote it, where format 1 holds
+        // it (up to 596 hours: the writer says so before it hashes anything).
+        let format1Bytes = try? catalog.dataRepresentation(formatVersion: 1)
         let references = catalog.references.count
         let hours = catalog.totalDuration / 3600
         catalog = CustomCatalog()  // free the signatures
@@ -177,13 +182,21 @@ enum ScaleBenchmark {
         let small = try probe(catalog: p.catalogPath, queries: queryFile, opens: opens)
         let large = try probe(catalog: path, queries: queryFile, opens: opens)
         if !options.keepWork { try? FileManager.default.removeItem(atPath: path) }
+        var format1: (bytes: Int, probe: ProbeResult)?
+        if let format1Bytes {
+            say("probing the scale catalog in format 1, as earlier releases wrote it")
+            let format1Path = "\(workDirectory)/scale-format1.earcat"
+            try AtomicFile.write(format1Bytes, to: format1Path)
+            format1 = (format1Bytes.count, try probe(catalog: format1Path, queries: queryFile, opens: opens))
+            if !options.keepWork { try? FileManager.default.removeItem(atPath: format1Path) }
+        }
 
         var signatureOf: [String: Signature] = [:]
         for (k, i) in p.catalogFiles.enumerated() { signatureOf[p.corpus.files[i].id] = p.signatures[k] }
         let report = ScaleReport(hours: hours, realHours: realSeconds / 3600, references: references,
                                  fillerPeaksPerSecond: fillerDuration > 0 ? Double(fillerPeaks) / fillerDuration : 0,
                                  generateSeconds: generateSeconds, buildSeconds: buildSeconds, fileBytes: fileBytes,
-                                 entries: entries, queries: queries, small: small, large: large,
+                                 entries: entries, queries: queries, small: small, large: large, format1: format1,
                                  smallBytes: p.catalogBytes, smallHours: realSeconds / 3600,
                                  calibrationSmall: Calibration.rows(queries, small, signatures: signatureOf),
                                  calibrationLarge: Calibration.rows(queries, large, signatures: signatureOf),

@@ -82,7 +82,7 @@ enum SpeechPool {
                     r = try Shell.run(espeak, ["-v", name, "-s", "\(speed)", "-p", "\(pitch)", "-w", path, sentence])
                 case .festival(let select):
                     let text = path + ".txt"
-                    try sentence.write(toFile: text, atomically: true, encoding: .utf8)
+                    try sentence.write(toFile: text, atomically: false, encoding: .utf8)
                     r = try Shell.run(text2wave, ["-eval", select, "-o", path, text])
                 }
                 guard r.status == 0 else { throw BenchError("speech synthesis failed: \(r.error)") }

@@ -1,5 +1,6 @@
 import EarshotCore
 import Foundation
+import EarshotSystem
 
 // earshot-bench: Earshot's benchmarks (recognition, scale, live, daemon, hostile LAN, hot-load, board,
 // cues, library), written to benchmarks/RESULTS.md. See benchmarks/README.md.
@@ -107,7 +108,7 @@ func runBenchmarks(_ options: Options) throws {
     if options.write {
         try FileManager.default.createDirectory(atPath: (options.resultsPath as NSString).deletingLastPathComponent,
                                                 withIntermediateDirectories: true)
-        try markdown.write(toFile: options.resultsPath, atomically: true, encoding: .utf8)
+        try AtomicFile.write(Array(markdown.utf8), to: options.resultsPath)
         say("results written to \(options.resultsPath)")
     }
     say(String(format: "total time %.1f s", env.totalSeconds))

@@ -29,7 +29,9 @@ private func exercise(_ bytes: [UInt8], _ verification: MappedCatalog.Verificati
     for i in stride(from: 0, to: min(bytes.count, 64) - 3, by: 4) {
         keys.append(UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
     }
+    // Every value of the top bits a format 1 directory reads (of 32) and a format 2 one (of 21).
     for top in 0..<UInt32(64) { keys.append(top << 26 | 0x1234) }
+    for top in 0..<UInt32(64) { keys.append(top << 15 | 0x1234) }
     var sum: UInt64 = 0
     for key in keys { catalog.forEachPosting(of: key) { sum &+= UInt64($0) } }
     for frame in [-1, 0, catalog.timelineFrames / 2, catalog.timelineFrames - 1, catalog.timelineFrames, Int.max / 2] {
@@ -45,9 +47,11 @@ private func exercise(_ bytes: [UInt8], _ verification: MappedCatalog.Verificati
 
 private func repairingChecksums(_ input: [UInt8]) -> [UInt8] {
     var bytes = input
-    let tableEnd = CatalogLayout.headerSize + CatalogLayout.Section.allCases.count * CatalogLayout.sectionEntrySize
+    guard bytes.count >= CatalogLayout.headerSize else { return bytes }
+    let sections = min(Int(bytes[12]) | Int(bytes[13]) << 8, CatalogLayout.Section.allCases.count)
+    let tableEnd = CatalogLayout.headerSize + sections * CatalogLayout.sectionEntrySize
     guard bytes.count >= tableEnd else { return bytes }
-    for i in 0..<CatalogLayout.Section.allCases.count {
+    for i in 0..<sections {
         let entry = CatalogLayout.headerSize + i * CatalogLayout.sectionEntrySize
         let offset = load64(bytes, entry + 8), length = load64(bytes, entry + 16)
         guard offset <= UInt64(bytes.count), length <= UInt64(bytes.count) - offset else { continue }
@@ -86,5 +90,6 @@ private func seeds() -> [[UInt8]] {
         MediaItem(id: "q2"),
     ])
     try! two.addReferenceSignature(signature(3, 3), representing: [MediaItem(id: "b", webURL: "https://example.com")])
-    return [try! one.dataRepresentation(), try! two.dataRepresentation()]
+    // Both formats this build reads: format 1 as earlier releases wrote it.
+    return [try! one.dataRepresentation(), try! two.dataRepresentation(), try! CatalogWriter.encode(two, version: 1)]
 }

@@ -19,6 +19,8 @@ struct RemoteCatalogDescribeCommand: ParsableCommand {
         let s = reply.summary
         print("\(RemoteFormat.nameAndVersion(s)): \(RemoteFormat.catalogState(s)), \(s.referenceCount) references, \(RemoteFormat.bytes(Int(clamping: s.byteCount)))")
         if !s.failure.isEmpty { print("  failure:   \(s.failure)") }
+        if !s.notice.isEmpty { print("  notice:    \(s.notice)") }
+        if s.formatVersion > 0 { print("  format:    \(s.formatVersion)") }
         print("  sha256:    \(s.sha256.isEmpty ? "-" : s.sha256)")
         print("  installed: \(s.installedAt.isEmpty ? "-" : s.installedAt)")
         let signer = RemoteFormat.wasNotRead(s) ? "unknown (the box could not read the catalog)"

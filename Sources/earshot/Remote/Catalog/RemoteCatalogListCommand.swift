@@ -25,6 +25,7 @@ struct RemoteCatalogListCommand: ParsableCommand {
             RemoteFormat.table(["NAME", "STATE", "VERSION", "REFS", "SIZE", "SHA256", "INSTALLED", "SIGNER"], rows).forEach { print($0) }
         }
         for c in reply.catalogs where !c.failure.isEmpty { print("\(c.name): \(c.failure)") }
+        for c in reply.catalogs where !c.notice.isEmpty { print("\(c.name): \(c.notice)") }
         for u in reply.uploads {
             print("upload \(u.uploadID) of \(u.name): \(RemoteFormat.bytes(Int(clamping: u.offset))) of \(RemoteFormat.bytes(Int(clamping: u.size))) since \(u.startedAt.prefix(19))")
         }

@@ -1050,7 +1050,7 @@ const ProtobufCMessageDescriptor earshot__v1__capture_statistics__descriptor =
   (ProtobufCMessageInit) earshot__v1__capture_statistics__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor earshot__v1__catalog_summary__field_descriptors[15] =
+static const ProtobufCFieldDescriptor earshot__v1__catalog_summary__field_descriptors[17] =
 {
   {
     "name",
@@ -1232,16 +1232,42 @@ static const ProtobufCFieldDescriptor earshot__v1__catalog_summary__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "format_version",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Earshot__V1__CatalogSummary, format_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "notice",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Earshot__V1__CatalogSummary, notice),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned earshot__v1__catalog_summary__field_indices_by_name[] = {
   6,   /* field[6] = active */
   3,   /* field[3] = byte_count */
   14,   /* field[14] = enabled */
   8,   /* field[8] = failure */
+  15,   /* field[15] = format_version */
   11,   /* field[11] = installed_at */
   5,   /* field[5] = maximum_query_duration */
   4,   /* field[4] = minimum_query_duration */
   0,   /* field[0] = name */
+  16,   /* field[16] = notice */
   1,   /* field[1] = reference_count */
   10,   /* field[10] = sha256 */
   12,   /* field[12] = signer_key */
@@ -1253,7 +1279,7 @@ static const unsigned earshot__v1__catalog_summary__field_indices_by_name[] = {
 static const ProtobufCIntRange earshot__v1__catalog_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor earshot__v1__catalog_summary__descriptor =
 {
@@ -1263,7 +1289,7 @@ const ProtobufCMessageDescriptor earshot__v1__catalog_summary__descriptor =
   "Earshot__V1__CatalogSummary",
   "earshot.v1",
   sizeof(Earshot__V1__CatalogSummary),
-  15,
+  17,
   earshot__v1__catalog_summary__field_descriptors,
   earshot__v1__catalog_summary__field_indices_by_name,
   1,  earshot__v1__catalog_summary__number_ranges,

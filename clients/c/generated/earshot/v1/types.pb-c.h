@@ -252,10 +252,19 @@ struct  Earshot__V1__CatalogSummary
    * Whether matches should search it (the state kept across restarts).
    */
   protobuf_c_boolean enabled;
+  /*
+   * The .earcat file format of the file serving (docs/FORMATS.md); 0 while none serves.
+   */
+  uint32_t format_version;
+  /*
+   * Advice on a catalog that serves but should be changed (a file of an earlier format, which
+   * `earshot catalog upgrade` rewrites); empty when there is none.
+   */
+  char *notice;
 };
 #define EARSHOT__V1__CATALOG_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&earshot__v1__catalog_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, EARSHOT__V1__CATALOG_STATE__CATALOG_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, EARSHOT__V1__CATALOG_STATE__CATALOG_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
