@@ -54,7 +54,13 @@ struct CatalogUpgradeCommandTests {
         #expect(again.stdout.contains("current.earcat: already format 2, left as it is"))
         #expect(try ws.bytes("show.earcat") == after)
         let display2 = try ws.earshot("catalog", "display", "-c", "show.earcat", "--json")
-        #expect(try JSONValue.parse(display2.stdout)["formatVersion"]?.double == 2)
+        let shown = try JSONValue.parse(display2.stdout)
+        #expect(shown["formatVersion"]?.double == 2)
+        // Format 2's index: a directory of 4-byte entries and one 5-byte record per landmark.
+        #expect(shown["indexSize"]?.double.map { Int($0) } == (upgraded.indexByteCount))
+        #expect(upgraded.indexByteCount > 5 * upgraded.entryCount)
+        let earlier = try MappedCatalog(bytes: before)
+        #expect(upgraded.indexByteCount < earlier.indexByteCount)
     }
 
     /// A file that is not a sound catalog is refused with the one-line error every command

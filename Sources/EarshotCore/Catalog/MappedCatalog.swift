@@ -68,6 +68,8 @@ public final class MappedCatalog: @unchecked Sendable {
     public var referenceCount: Int { references.count }
     /// Size of the image in bytes.
     public var byteCount: Int { storage.bytes.count }
+    /// Bytes of the index: the directory and the postings (what lookups read).
+    public let indexByteCount: Int
     /// Total reference audio, in seconds.
     public var totalDuration: Double { references.reduce(0) { $0 + $1.duration } }
 
@@ -242,6 +244,7 @@ public final class MappedCatalog: @unchecked Sendable {
         entryCount = Int(entries)
         timelineFrames = Int(timeline)
         formatVersion = Int(version)
+        indexByteCount = [.directory, .keyLow, .values, .postings].reduce(0) { $0 + (sections[$1]?.count ?? 0) }
         directoryBits = bits
         let directoryBase = sections[.directory]!.baseAddress!
         directory = directoryBase.assumingMemoryBound(to: UInt32.self)

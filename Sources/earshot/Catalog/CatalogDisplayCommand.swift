@@ -10,7 +10,9 @@ struct CatalogDisplayCommand: ParsableCommand {
         abstract: "Show a catalog's query limits, references and media items.",
         discussion: """
             Verifies the whole file (every checksum), then prints the query limits, the number of \
-            references, their total duration, the file size and, per reference, its index, \
+            references, their total duration, the file size, its file format and the size of its \
+            index (a format 1 file, from an earlier release, is named so, with how to upgrade it), \
+            and, per reference, its index, \
             duration, peak count and media items with all their properties (in CSV syntax). \
             --json prints the same as one JSON object; media items appear in their stored form \
             (dates ISO 8601, ranges as [start, end] pairs).
@@ -46,6 +48,7 @@ struct CatalogDisplayCommand: ParsableCommand {
                 "file": .string(catalog),
                 "fileSize": .number(Double(mapped.byteCount)),
                 "formatVersion": .number(Double(mapped.formatVersion)),
+                "indexSize": .number(Double(mapped.indexByteCount)),
                 "sha256": .string(SHA256.hex(verified.sha256)),
                 "signer": verified.signer.map { .string($0.publicKey) } ?? .null,
                 "minimumQuerySignatureDuration": .number(contents.minimumQuerySignatureDuration),
@@ -59,6 +62,7 @@ struct CatalogDisplayCommand: ParsableCommand {
         }
         print(catalog)
         print("  file size:     \(Format.count(mapped.byteCount)) bytes")
+        print("  index:         \(Format.count(mapped.indexByteCount)) bytes, \(Format.count(mapped.entryCount)) landmarks")
         let current = MappedCatalog.currentFormatVersion
         print("  file format:   \(mapped.formatVersion)\(mapped.formatVersion < current ? " (an earlier release's: `earshot catalog upgrade \(catalog)` rewrites it in format \(current))" : "")")
         print("  sha256:        \(SHA256.hex(verified.sha256))")

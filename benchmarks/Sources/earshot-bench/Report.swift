@@ -372,6 +372,9 @@ enum Report {
         s += String(format: "| file size | %@ (%.3f MB/h) | %@ (%.3f MB/h) | ≤ 1 MB per hour | %@ |\n",
                     Fmt.bytes(r.fileBytes), r.megabytesPerHour, Fmt.bytes(r.smallBytes),
                     Double(r.smallBytes) / 1_048_576 / r.smallHours, Fmt.passFail(r.megabytesPerHour <= 1))
+        let indexPerHour = Double(r.indexBytes) / 1_048_576 / r.hours
+        s += String(format: "| … of which the index (directory and postings) | %@ (%.3f MB/h) | | ≤ 0.8 MB per hour | %@ |\n",
+                    Fmt.bytes(r.indexBytes), indexPerHour, Fmt.passFail(indexPerHour <= 0.8))
         s += "| index entries | \(r.entries) | | | |\n"
         s += String(format: "| catalog open, first in a fresh process | %@ ms | %@ ms | | |\n", Fmt.f(L["open_first_ms"], 3), Fmt.f(S["open_first_ms"], 3))
         if L["full_check_ms"] != nil {

@@ -38,6 +38,8 @@ struct ScaleReport {
     var generateSeconds: Double
     var buildSeconds: Double
     var fileBytes: Int
+    /// The index alone (directory and postings).
+    var indexBytes: Int
     var entries: Int
     var queries: [ScaleQuery]
     var small: ProbeResult
@@ -122,7 +124,8 @@ enum ScaleBenchmark {
         let path = "\(workDirectory)/scale.earcat"
         try AtomicFile.write(bytes, to: path)
         let fileBytes = bytes.count
-        let entries = try MappedCatalog(contentsOf: path).entryCount
+        let written = try MappedCatalog(contentsOf: path)
+        let entries = written.entryCount, indexBytes = written.indexByteCount
         say(String(format: "scale catalog: %d references, %.1f h, %@ (%.3f MB/h), %d entries; filler generated in %.2f s, encoded in %.2f s",
                    references, hours, Fmt.bytes(fileBytes), Double(fileBytes) / 1_048_576 / hours, entries,
                    generateSeconds, buildSeconds))
@@ -195,7 +198,7 @@ enum ScaleBenchmark {
         for (k, i) in p.catalogFiles.enumerated() { signatureOf[p.corpus.files[i].id] = p.signatures[k] }
         let report = ScaleReport(hours: hours, realHours: realSeconds / 3600, references: references,
                                  fillerPeaksPerSecond: fillerDuration > 0 ? Double(fillerPeaks) / fillerDuration : 0,
-                                 generateSeconds: generateSeconds, buildSeconds: buildSeconds, fileBytes: fileBytes,
+                                 generateSeconds: generateSeconds, buildSeconds: buildSeconds, fileBytes: fileBytes, indexBytes: indexBytes,
                                  entries: entries, queries: queries, small: small, large: large, format1: format1,
                                  smallBytes: p.catalogBytes, smallHours: realSeconds / 3600,
                                  calibrationSmall: Calibration.rows(queries, small, signatures: signatureOf),
