@@ -180,9 +180,10 @@ struct CatalogFormatTests {
     /// A directory is not checksummed at a `.structure` open (the daemon's quick open of a catalog
     /// it verified before), so a file changed on disk since can hold any directory. Lookups,
     /// batched (`warmPostings`) or one by one, stay inside the arrays whatever it holds.
-    @Test func aHostileDirectoryLeadsNowhere() throws {
+    @Test(arguments: [UInt16(1), 2])
+    func aHostileDirectoryLeadsNowhere(formatVersion: UInt16) throws {
         let catalog = try Self.makeCatalog()
-        let data = try catalog.dataRepresentation()
+        let data = try CatalogWriter.encode(catalog, version: formatVersion)
         let query = try Signature(duration: 8, peaks: catalog.references[1].signature.peaks.filter { $0.time >= 100 && $0.time < 100 + 8 / Float(FingerprintParameters.hopDuration) }
             .map { Peak(time: $0.time - 100, bin: $0.bin, magnitude: $0.magnitude) })
         let pristine = try MappedCatalog(bytes: data)

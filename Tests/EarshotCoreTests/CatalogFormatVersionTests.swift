@@ -54,6 +54,70 @@ struct CatalogFormatVersionTests {
         #expect(one == two)
     }
 
+    /// At 2²¹ buckets (a catalog of about 8 million postings) a bucket is one key and a record
+    /// holds no key bits; at the fewest, 4 bits, a record holds 17. Both give every key's postings.
+    @Test(arguments: [4, 12, 21])
+    func everyDirectorySizeHoldsTheSamePostings(bits: Int) throws {
+        let (catalog, queries) = try Self.makeCatalog()
+        let sized = try MappedCatalog(bytes: try CatalogWriter.encode(catalog, directoryBits: bits))
+        let usual = try MappedCatalog(bytes: try catalog.dataRepresentation())
+        #expect(sized.indexByteCount == ((1 << bits) + 1) * 4 + 5 * sized.entryCount)
+        #expect(Self.postings(sized, catalog) == Self.postings(usual, catalog))
+        for (query, _, _) in queries {
+            #expect(Matcher(catalog: sized).match(query).mediaItems.first == Matcher(catalog: usual).match(query).mediaItems.first)
+        }
+    }
+
+    /// A directory grows until a record's frame field (15 + bits) holds every frame of the timeline.
+    @Test func theDirectoryHoldsTheTimelinesFrames() {
+        #expect(CatalogLayout.directoryBits(forEntries: 10, timelineFrames: 1 << 19) == 4)
+        #expect(CatalogLayout.directoryBits(forEntries: 10, timelineFrames: (1 << 19) + 1) == 5)
+        #expect(CatalogLayout.directoryBits(forEntries: 10, timelineFrames: 1 << 30) == 15)
+        #expect(CatalogLayout.directoryBits(forEntries: 8 << 16, timelineFrames: 100) == 16)
+        #expect(CatalogLayout.directoryBits(forEntries: 200_000_000, timelineFrames: 1 << 30) == 21)
+    }
+
+    /// Headers and section tables no writer makes, their checksums sealed again: each is refused
+    /// with what is wrong, before any lookup could read past a section.
+    @Test func craftedHeadersAreRefused() throws {
+        let (catalog, _) = try Self.makeCatalog()
+        let version2 = try catalog.dataRepresentation(), version1 = try CatalogWriter.encode(catalog, version: 1)
+        func sealed(_ bytes: [UInt8]) -> [UInt8] {
+            var b = bytes
+            let end = CatalogFormatTests.tableEnd(of: b)
+            let crc = CRC32.checksum(Array(b[0..<CatalogLayout.headerChecksummed]) + Array(b[CatalogLayout.headerSize..<end]))
+            for k in 0..<4 { b[CatalogLayout.headerChecksummed + k] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(k))) }
+            return b
+        }
+        func put(_ value: UInt64, width: Int, at offset: Int, in bytes: [UInt8]) -> [UInt8] {
+            var b = bytes
+            for k in 0..<width { b[offset + k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(k))) }
+            return sealed(b)
+        }
+        let bits = Int(version2[24]), fieldRange = EarshotError.catalogInvalid("header fields out of range")
+        // Directory bits beyond a version 2 key, and a timeline past what its records' frames hold.
+        #expect(throws: fieldRange) { try MappedCatalog(bytes: put(22, width: 4, at: 24, in: version2)) }
+        #expect(throws: fieldRange) { try MappedCatalog(bytes: put(1 << UInt64(15 + bits) + 1, width: 8, at: 40, in: version2)) }
+        // Version 1 keeps its own limits: 28-bit frames.
+        #expect(throws: fieldRange) { try MappedCatalog(bytes: put(1 << 28 + 1, width: 8, at: 40, in: version1)) }
+        // Each version's index sections only.
+        func relabel(_ bytes: [UInt8], _ from: CatalogLayout.Section, _ to: CatalogLayout.Section) -> [UInt8] {
+            var b = bytes
+            let entry = stride(from: CatalogLayout.headerSize, to: CatalogFormatTests.tableEnd(of: b), by: CatalogLayout.sectionEntrySize)
+                .first { b[$0] == UInt8(from.rawValue) }!
+            b[entry] = UInt8(to.rawValue)
+            return sealed(b)
+        }
+        #expect(throws: EarshotError.catalogInvalid("unknown or repeated section kind 4")) {
+            try MappedCatalog(bytes: relabel(version2, .postings, .values))
+        }
+        #expect(throws: EarshotError.catalogInvalid("unknown or repeated section kind 8")) {
+            try MappedCatalog(bytes: relabel(version1, .values, .postings))
+        }
+        // And the versions as written open.
+        #expect(try MappedCatalog(bytes: version2).formatVersion == 2 && MappedCatalog(bytes: version1).formatVersion == 1)
+    }
+
     @Test func aVersion1CatalogAnswersAsItsUpgradeDoes() throws {
         let (catalog, queries) = try Self.makeCatalog()
         let version1 = try MappedCatalog(bytes: try CatalogWriter.encode(catalog, version: 1))

@@ -88,7 +88,9 @@ struct CatalogSetTests {
     /// Catalogs that accept the same query durations are searched as one catalog holding all
     /// their references: the same items, places, skews and confidences, each item labelled with
     /// its catalog and numbered within it; and a followed place is found again in its catalog.
-    @Test func catalogsSearchedTogetherAnswerAsOneCatalogOfThemAll() throws {
+    /// Also when a member is a catalog of the earlier file format (`mixedFormats`).
+    @Test(arguments: [false, true])
+    func catalogsSearchedTogetherAnswerAsOneCatalogOfThemAll(mixedFormats: Bool) throws {
         let songs = (0..<3).map { SyntheticMusic.make(seed: UInt64(760 + $0), duration: 24) }
         var all = CustomCatalog()
         var members: [CatalogSet.Member] = []
@@ -97,7 +99,8 @@ struct CatalogSetTests {
             try all.addReferenceSignature(signature, representing: [MediaItem(id: "song\(k)")])
             var one = CustomCatalog()
             try one.addReferenceSignature(signature, representing: [MediaItem(id: "song\(k)")])
-            members.append(.init(name: "part\(k)", version: k + 1, catalog: try MappedCatalog(bytes: try one.dataRepresentation())))
+            let bytes = try CatalogWriter.encode(one, version: mixedFormats && k == 1 ? 1 : 2)
+            members.append(.init(name: "part\(k)", version: k + 1, catalog: try MappedCatalog(bytes: bytes)))
         }
         let whole = Matcher(catalog: try MappedCatalog(bytes: try all.dataRepresentation()))
         let set = CatalogSetMatcher(CatalogSet(members))
@@ -121,6 +124,7 @@ struct CatalogSetTests {
             }
         }
         #expect(compared >= 7, "most queries match")
+        #expect(members.map(\.catalog.formatVersion) == (mixedFormats ? [2, 1, 2] : [2, 2, 2]))
     }
 
     /// A key that only the catalogs searched together make too common (each gives up to the

@@ -1,3 +1,4 @@
+import EarshotCrypto
 import EarshotTestSupport
 import EarshotTransport
 import EarshotWire
@@ -39,10 +40,29 @@ extension InProcessDaemonTests {
                 #expect(rename(folder.scratch.path("state/catalogs/show.upgrade-tmp"), path) == 0)
                 let current = try await eventually("the upgraded file serves", every: .milliseconds(20), {
                     try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()).catalogs.first
-                }, until: { $0?.version == 2 })
-                #expect(current?.formatVersion == 2 && current?.notice == "" && current?.state == .active)
+                }, until: { $0?.formatVersion == 2 })
+                #expect(current?.version == 2 && current?.notice == "" && current?.state == .active)
                 let again = try await client.call(Methods.Recognizer.match, Earshot_V1_MatchRequest(), timeout: .seconds(60))
                 #expect(again.items.first?.mediaItem.id == "piece1")
+            }
+        }
+
+        /// A signed catalog of the earlier format on a box that accepts only its author: it
+        /// serves, and the notice asks for the author's key, which signs the upgrade again.
+        @Test func aSignedEarlierFormatIsToldToBeSignedAgain() async throws {
+            let author = Ed25519.SigningKey()
+            let folder = try DaemonFolder()
+            let authors = try folder.scratch.write("authors", text: "\(Z85.encode(author.publicKey)) studio\n")
+            let catalog = try CustomCatalog(dataRepresentation: DaemonFixture.shared.catalogBytes)
+            let format1 = try CatalogWriter.encode(catalog, version: 1)
+            try folder.scratch.write("state/catalogs/show.earcat", CatalogUpload.signed(format1, by: author))
+            let path = folder.scratch.path("state/catalogs/show.earcat")
+            try await InProcessDaemon.with(folder, settings: ["--catalogs.trusted_authors=\(authors)"]) { daemon in
+                let client = try daemon.client()
+                defer { client.close() }
+                let show = try #require(try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()).catalogs.first)
+                #expect(show.state == .active && show.formatVersion == 1 && show.signerName == "studio")
+                #expect(show.notice.contains("`earshot catalog upgrade --key AUTHOR.author.key \(path)`"), "\(show.notice)")
             }
         }
     }

@@ -23,8 +23,7 @@ enum CatalogLayout {
         case values = 4
         case peaks = 5
         case metadata = 6
-        /// Optional: written only when a reference has cues, so catalogs without cues stay
-        /// readable by builds that predate them.
+        /// Optional: written only when a reference has cues.
         case cues = 7
         /// Version 2: each posting as one 5-byte record (`PostingRecord`).
         case postings = 8

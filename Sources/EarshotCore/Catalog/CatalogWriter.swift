@@ -4,8 +4,10 @@ import FoundationEssentials
 /// postings by key and lays out the sections for reading in place.
 enum CatalogWriter {
     /// The image in the current format; `version` 1 is for tests and benchmarks of catalogs that
-    /// earlier releases wrote.
-    static func encode(_ catalog: CustomCatalog, version: UInt16 = CatalogLayout.formatVersion) throws(EarshotError) -> [UInt8] {
+    /// earlier releases wrote. `directoryBits` overrides a version 2 directory's size (for tests
+    /// of sizes a small catalog does not reach; it must still hold the timeline's frames).
+    static func encode(_ catalog: CustomCatalog, version: UInt16 = CatalogLayout.formatVersion,
+                       directoryBits: Int? = nil) throws(EarshotError) -> [UInt8] {
         precondition(CatalogLayout.readableVersions.contains(version), "no writer for catalog format \(version)")
         // 1. Postings: (key, frame, fine) for every reference landmark, on the global timeline,
         // packed so that sorting them orders them as the index holds them.
@@ -46,13 +48,14 @@ enum CatalogWriter {
         postings.sort()
 
         // 2. The index: a directory over the top bits of the key, and the postings of each bucket.
-        let (bits, index) = version == 1 ? version1Index(postings) : index(postings, timelineFrames: timeline)
+        let (bits, index) = version == 1 ? version1Index(postings)
+            : index(postings, bits: directoryBits ?? CatalogLayout.directoryBits(forEntries: postings.count, timelineFrames: timeline))
 
         // 3. Header, section table, sections.
         var sections: [(CatalogLayout.Section, [UInt8])] = [(.references, records.bytes), (.directory, index.directory)]
         sections += index.postings
         sections += [(.peaks, peaks.bytes), (.metadata, metadata.bytes)]
-        // Cues only when there are some: a catalog without them is exactly what older builds wrote.
+        // Cues only when there are some: a catalog without them has no cues section at all.
         if catalog.references.contains(where: { !$0.cues.isEmpty }) {
             do { sections.append((.cues, [UInt8](try JSONCoding.encoder.encode(catalog.references.map(\.cues))))) } catch {
                 throw .internalError("could not encode cues: \(error)")
@@ -102,8 +105,8 @@ enum CatalogWriter {
     private typealias Index = (directory: [UInt8], postings: [(CatalogLayout.Section, [UInt8])])
 
     /// Version 2: 21-bit index keys (`PostingRecord.indexKey`), sorted, each posting one record.
-    private static func index(_ postings: [UInt64], timelineFrames: Int) -> (Int, Index) {
-        let bits = CatalogLayout.directoryBits(forEntries: postings.count, timelineFrames: timelineFrames)
+    private static func index(_ postings: [UInt64], bits: Int) -> (Int, Index) {
+        precondition((4...Int(CatalogLayout.PostingRecord.keyBits)).contains(bits), "directory bits out of range")
         let residualBits = UInt64(CatalogLayout.PostingRecord.keyBits) - UInt64(bits)
         let frameBits = UInt64(CatalogLayout.PostingRecord.frameBits(directoryBits: UInt32(bits)))
         var directory = [UInt32](repeating: 0, count: (1 << bits) + 1)

@@ -45,6 +45,13 @@ public final class MappedCatalog: @unchecked Sendable {
     /// The format version this build writes.
     public static let currentFormatVersion = Int(CatalogLayout.formatVersion)
     private let directoryBits: UInt32
+    /// A key's bucket is `(key & bucketKeyMask) >> bucketShift`: the top bits of the 32-bit key
+    /// in version 1, of its low 21 bits (`PostingRecord.indexKey`) in version 2.
+    private let bucketKeyMask: UInt32
+    private let bucketShift: UInt32
+    /// Posting values at or past this (`frame << 4 | fine` of a frame beyond the timeline) are
+    /// not given: only a corrupt file holds them.
+    private let valueLimit: UInt64
     private let directory: UnsafePointer<UInt32>
     /// How the postings of a bucket are stored, by format version.
     private enum Postings {
@@ -246,6 +253,9 @@ public final class MappedCatalog: @unchecked Sendable {
         formatVersion = Int(version)
         indexByteCount = [.directory, .keyLow, .values, .postings].reduce(0) { $0 + (sections[$1]?.count ?? 0) }
         directoryBits = bits
+        bucketKeyMask = version == 1 ? UInt32.max : 1 << CatalogLayout.PostingRecord.keyBits - 1
+        bucketShift = (version == 1 ? 32 : CatalogLayout.PostingRecord.keyBits) - bits
+        valueLimit = timeline << 4
         let directoryBase = sections[.directory]!.baseAddress!
         directory = directoryBase.assumingMemoryBound(to: UInt32.self)
         // An empty section may have no address; its lookups never read it (buckets are empty).
@@ -330,13 +340,10 @@ public final class MappedCatalog: @unchecked Sendable {
 
     /// The directory bucket of `key` (a `LandmarkHasher` key).
     @inline(__always)
-    private func bucket(of key: UInt32) -> Int {
-        formatVersion == 1 ? Int(key >> (32 - directoryBits))
-            : Int(CatalogLayout.PostingRecord.indexKey(key) >> (CatalogLayout.PostingRecord.keyBits - directoryBits))
-    }
+    private func bucket(of key: UInt32) -> Int { Int((key & bucketKeyMask) >> bucketShift) }
 
-    /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`.
-    /// Reads the mapped arrays in place; no allocation. Skips keys with more than
+    /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`, the frame
+    /// inside the timeline. Reads the mapped arrays in place; no allocation. Skips keys with more than
     /// `maximumPostingsPerKey` postings. In a large catalog a bucket holds few keys, so a common
     /// key must not take its bucket's other keys with it: the limit is per key.
     @inline(__always)
@@ -355,12 +362,13 @@ public final class MappedCatalog: @unchecked Sendable {
             }
             var i = lo
             while i < hi {
-                if keyLow[i] == low { body(UInt64(values[i])) }
+                let value = UInt64(values[i])
+                if keyLow[i] == low, value < valueLimit { body(value) }
                 i += 1
             }
         case .records(let base, let residualShift, let valueMask):
             // At 2²¹ buckets a bucket is one key and every residual is 0.
-            let residual = UInt64(CatalogLayout.PostingRecord.indexKey(key) & (1 << (CatalogLayout.PostingRecord.keyBits - directoryBits) - 1))
+            let residual = UInt64(key & bucketKeyMask & (1 << bucketShift - 1))
             @inline(__always) func record(_ i: Int) -> UInt64 {
                 let p = base + i * CatalogLayout.PostingRecord.size
                 return UInt64(p.load(as: UInt8.self)) | UInt64(UInt32(littleEndian: (p + 1).loadUnaligned(as: UInt32.self))) << 8
@@ -373,7 +381,7 @@ public final class MappedCatalog: @unchecked Sendable {
             var i = lo
             while i < hi {
                 let r = record(i)
-                if r >> residualShift == residual { body(r & valueMask) }
+                if r >> residualShift == residual, r & valueMask < valueLimit { body(r & valueMask) }
                 i += 1
             }
         }

@@ -19,7 +19,7 @@ final class SearchedCatalogs {
     let maximumQuerySignatureDuration: Double
 
     /// nil when the catalogs cannot share one search: none, different query duration limits, or
-    /// a joint timeline longer than a posting can address.
+    /// a joint timeline longer than the matcher's frames hold (`CatalogLayout.maximumTimelineFrames`).
     init?(_ catalogs: [MappedCatalog]) {
         guard let first = catalogs.first,
               catalogs.allSatisfy({ $0.minimumQuerySignatureDuration == first.minimumQuerySignatureDuration

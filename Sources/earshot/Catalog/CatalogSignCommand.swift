@@ -36,8 +36,7 @@ struct CatalogSignCommand: ParsableCommand {
         do { signing = try AuthorKeyFile.readSigningKey(key) } catch { throw CLIFailure(error.message, status: .usage) }
         let verified = try CatalogFile.verify(catalog)
         let body = verified.catalog.signedByteCount
-        let signature = CatalogSignature(publicKey: signing.publicKey,
-                                         signature: signing.sign(CatalogSignature.message(bodyDigest: verified.signedSHA256)))
+        let signature = signing.catalogSignature(bodyDigest: verified.signedSHA256)
         var bytes: [UInt8]
         do { bytes = try AtomicFile.read(catalog) } catch { throw CLIFailure.badInput(catalog, error) }
         guard bytes.count == verified.byteCount else {
@@ -54,5 +53,12 @@ struct CatalogSignCommand: ParsableCommand {
         } catch {
             throw CLIFailure(catalog + ": the signed file does not verify: \(error.message)", status: .internalFailure)
         }
+    }
+}
+
+extension Ed25519.SigningKey {
+    /// The trailer that signs a catalog whose bytes before the trailer have SHA-256 `bodyDigest`.
+    func catalogSignature(bodyDigest: [UInt8]) -> CatalogSignature {
+        CatalogSignature(publicKey: publicKey, signature: sign(CatalogSignature.message(bodyDigest: bodyDigest)))
     }
 }
