@@ -180,6 +180,9 @@ def test_a_heartbeat_body_on_another_topic_is_not_a_heartbeat(server, publisher,
     # The daemon's load-test events carry Heartbeat bodies on earshot.v1/loadtest/.
     serve_snapshots(server, publisher)
     subscriber.subscribe("earshot.v1/loadtest/")
+    # A subscription reaches the publisher a moment later; an event sent before would be lost
+    # and seen as a gap, which is another reason to resync.
+    publisher.wait_subscribed(["earshot.v1/loadtest/"])
     follower = StateFollower(client, subscriber, heartbeat_timeout=0.3, min_resync_interval=0)
     assert next_update(follower).kind == "snapshot"
     beat = time.monotonic()
