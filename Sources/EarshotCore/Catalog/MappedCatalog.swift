@@ -44,7 +44,6 @@ public final class MappedCatalog: @unchecked Sendable {
     public let formatVersion: Int
     /// The format version this build writes.
     public static let currentFormatVersion = Int(CatalogLayout.formatVersion)
-    private let directoryBits: UInt32
     /// A key's bucket is `(key & bucketKeyMask) >> bucketShift`: the top bits of the 32-bit key
     /// in version 1, of its low 21 bits (`PostingRecord.indexKey`) in version 2.
     private let bucketKeyMask: UInt32
@@ -252,7 +251,6 @@ public final class MappedCatalog: @unchecked Sendable {
         timelineFrames = Int(timeline)
         formatVersion = Int(version)
         indexByteCount = [.directory, .keyLow, .values, .postings].reduce(0) { $0 + (sections[$1]?.count ?? 0) }
-        directoryBits = bits
         bucketKeyMask = version == 1 ? UInt32.max : 1 << CatalogLayout.PostingRecord.keyBits - 1
         bucketShift = (version == 1 ? 32 : CatalogLayout.PostingRecord.keyBits) - bits
         valueLimit = timeline << 4
