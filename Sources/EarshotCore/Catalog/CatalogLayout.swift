@@ -43,7 +43,7 @@ enum CatalogLayout {
     /// (`21 − d`). A bucket's postings lie side by side, so a lookup reads one run of bytes.
     enum PostingRecord {
         static let size = 5
-        static let keyBits: UInt32 = 21
+        static let keyBits = UInt32(LandmarkHasher.pairKeyBits)
         /// The bits a record gives key, frame and fine position together.
         static let payloadBits: UInt32 = 40
         static func frameBits(directoryBits d: UInt32) -> UInt32 { payloadBits - 4 - (keyBits - d) }

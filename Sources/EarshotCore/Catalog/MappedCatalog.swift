@@ -342,10 +342,11 @@ public final class MappedCatalog: @unchecked Sendable {
 
     /// Calls `body` with each posting value stored under `key`: `frame << 4 | fineBin`, the frame
     /// inside the timeline. Reads the mapped arrays in place; no allocation. Skips keys with more than
-    /// `maximumPostingsPerKey` postings. In a large catalog a bucket holds few keys, so a common
-    /// key must not take its bucket's other keys with it: the limit is per key.
+    /// `limit` postings (at most `maximumPostingsPerKey`; a search that only ranks asks fewer). In
+    /// a large catalog a bucket holds few keys, so a common key must not take its bucket's other
+    /// keys with it: the limit is per key.
     @inline(__always)
-    public func forEachPosting(of key: UInt32, _ body: (UInt64) -> Void) {
+    public func forEachPosting(of key: UInt32, limit: Int = maximumPostingsPerKey, _ body: (UInt64) -> Void) {
         let bucket = bucket(of: key)
         let lo = Int(directory[bucket]), hi = Int(directory[bucket + 1])
         // A corrupt directory must not lead outside the arrays.
@@ -353,10 +354,10 @@ public final class MappedCatalog: @unchecked Sendable {
         switch postings {
         case .version1(let keyLow, let values):
             let low = UInt16(truncatingIfNeeded: key)
-            if hi - lo > Self.maximumPostingsPerKey {
+            if hi - lo > limit {
                 var count = 0
                 for i in lo..<hi where keyLow[i] == low { count += 1 }
-                guard count <= Self.maximumPostingsPerKey else { return }
+                guard count <= limit else { return }
             }
             var i = lo
             while i < hi {
@@ -371,10 +372,10 @@ public final class MappedCatalog: @unchecked Sendable {
                 let p = base + i * CatalogLayout.PostingRecord.size
                 return UInt64(p.load(as: UInt8.self)) | UInt64(UInt32(littleEndian: (p + 1).loadUnaligned(as: UInt32.self))) << 8
             }
-            if hi - lo > Self.maximumPostingsPerKey {
+            if hi - lo > limit {
                 var count = 0
                 for i in lo..<hi where record(i) >> residualShift == residual { count += 1 }
-                guard count <= Self.maximumPostingsPerKey else { return }
+                guard count <= limit else { return }
             }
             var i = lo
             while i < hi {

@@ -134,6 +134,9 @@ public enum LandmarkHasher {
         return Landmark(key: mix(raw), frame: Int32(t1), fineBin: fine)
     }
 
+    /// Bits of the pair hash before `mix`: anchor bin 8, bin step 7, frame step 6.
+    public static let pairKeyBits = 21
+
     /// Spreads the 21-bit pair hash over 32 bits (a bijection: odd multiplier modulo 2³²) so the
     /// catalog's bucket directory, indexed by the top bits, is evenly filled.
     @inline(__always)

@@ -89,9 +89,11 @@ final class HitCollector {
     /// Collects the hits of hypothesis `h`'s landmarks (every `anchorStride`-th anchor's) whose
     /// offsets lie on `histogram`'s timeline. With `beyond`, the hits already collected (this
     /// hypothesis, all anchors, time probes of that tolerance) are kept and only the landmarks the
-    /// wider `frameTolerance` adds are looked up.
+    /// wider `frameTolerance` adds are looked up. Keys with more than `postingLimit` postings (at
+    /// most `MappedCatalog.maximumPostingsPerKey`) give no hits.
     func collect(hypothesis h: Int, anchorStride: Int, frameTolerance: Float = LandmarkHasher.queryFrameTolerance,
-                 beyond inner: Float? = nil, within histogram: OffsetHistogram) {
+                 beyond inner: Float? = nil, postingLimit: Int = MappedCatalog.maximumPostingsPerKey,
+                 within histogram: OffsetHistogram) {
         // The hypothesis's landmarks first, then their postings: the catalog's lookups are
         // independent of each other, so `warmPostings` brings them into cache `warmChunk` keys at
         // a time instead of one cache miss after another (see `MappedCatalog.warmPostings`).
@@ -136,6 +138,7 @@ final class HitCollector {
         // A key's hits go to scratch first and join the arrays in one append each: an append per
         // hit pays a uniqueness check and a capacity check per array.
         let keyFrames = self.keyFrames, keySources = self.keySources
+        let postingLimit = min(max(0, postingLimit), keyFrames.count)
         for l in first..<keys.count {
             guard queryFrames.count < MatchThresholds.maximumHits else { break }
             if (l - first) % MatchThresholds.warmChunk == 0 {
@@ -144,10 +147,10 @@ final class HitCollector {
             }
             let frame = frames[l], landmark = UInt32(l) << 4
             var found = 0, overflowed = false
-            catalog.forEachPosting(of: keys[l]) { value in
+            catalog.forEachPosting(of: keys[l], limit: postingLimit) { value in
                 let reference = Int32(truncatingIfNeeded: value >> 4)
                 guard histogram.bin(ofOffset: Int(reference) - Int(frame)) != nil else { return }
-                guard found < keyFrames.count else { overflowed = true; return }
+                guard found < postingLimit else { overflowed = true; return }
                 keyFrames[found] = reference
                 keySources[found] = landmark | UInt32(truncatingIfNeeded: value) & 15
                 found += 1

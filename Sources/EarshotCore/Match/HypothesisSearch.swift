@@ -13,7 +13,7 @@ struct HypothesisSearch {
     /// or fewer that the reference's peaks confirm. The coarse stage (`anchorStride` > 1, a
     /// quarter of the anchors) only ranks hypotheses: there every candidate from
     /// `MatchThresholds.coarseFloor` up counts as it is, since a right match shows a quarter of its
-    /// anchors there. `frameTolerance` and `beyond` are `HitCollector.collect`'s.
+    /// anchors there. `frameTolerance`, `beyond` and `postingLimit` are `HitCollector.collect`'s.
     /// `peakScore`, when given, is asked of every candidate's peak check (the room search), and
     /// its `extraInliers` are taken off the confidence: they make up for anchors the wider probes
     /// align by chance, so a room candidate at the minimum means what a match at the minimum does.
@@ -21,12 +21,14 @@ struct HypothesisSearch {
     /// (`HitCollector.listedPlaces`) in the same walk of the histogram.
     func candidates(hypothesis h: Int, anchorStride: Int, queryFrames: Double, evidenceFloor: Int, extraInliers: Int = 0,
                     frameTolerance: Float = LandmarkHasher.queryFrameTolerance, beyond inner: Float? = nil,
-                    peakScore: Double? = nil, listingPlaces places: Int = 0) -> [Matcher.Candidate] {
+                    peakScore: Double? = nil, listingPlaces places: Int = 0,
+                    postingLimit: Int = MappedCatalog.maximumPostingsPerKey) -> [Matcher.Candidate] {
         hits.collect(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance, beyond: inner,
-                     within: bins.histogram)
+                     postingLimit: postingLimit, within: bins.histogram)
         if inner != nil, hits.count >= MatchThresholds.maximumHits {
             // At the cap, the kept hits crowd out the wider probes': search afresh, as if alone.
-            hits.collect(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance, within: bins.histogram)
+            hits.collect(hypothesis: h, anchorStride: anchorStride, frameTolerance: frameTolerance,
+                         postingLimit: postingLimit, within: bins.histogram)
         }
         let required = evidenceFloor + extraInliers
         let floor = anchorStride > 1 ? MatchThresholds.coarseFloor : min(required, MatchThresholds.confirmationFloor)

@@ -24,6 +24,10 @@ enum MatchThresholds {
     static let refinedHypotheses = 2
     /// Every fourth anchor ranks hypotheses as every third does, in a quarter less time; every eighth loses pitch shifts (benchmarks/studies/speed-change-under-noise.md).
     static let coarseAnchorStride = 4
+    /// Postings per key the coarse stage reads, as a multiple of the catalog's mean per key: commoner keys give two thirds of a 100 h search's hits and few right ones; 10× loses pitch shifts at 100 h (benchmarks/studies/common-keys-in-the-coarse-stage.md).
+    static let coarseCommonKeyFactor = 16
+    /// The least of that limit, for small catalogs whose mean is a fraction of a posting: 64 ranks as every key does at 3.3 and 100 h (benchmarks/studies/common-keys-in-the-coarse-stage.md).
+    static let coarseLeastPostingLimit = 64
     /// Coarse anchors that rank the best hypothesis: a speed change under noise shows 3 or 4 there (benchmarks/studies/speed-change-under-noise.md).
     static let coarseFloor = 3
     /// Coarse anchors that rank the runner-up (below: the best is weakly ranked): from 3, a point or two for a quarter more time (benchmarks/studies/speed-change-under-noise.md).
@@ -134,6 +138,16 @@ enum MatchThresholds {
         let falling = max(peakSearchLeastScore, peakSearchScore - peakSearchScoreStep * Double(beyond))
         let confirmation = confirmationScore(inliers: inliers, requiredInliers: requiredInliers)
         return confirmation > verificationScore ? max(falling, confirmation + peakSearchFewAnchorMargin) : falling
+    }
+
+    /// Postings a key of a catalog of `entryCount` index entries may have in the coarse stage:
+    /// `coarseCommonKeyFactor` times the mean over the 2²¹ pair keys, from `coarseLeastPostingLimit`
+    /// up to the limit every search has (`MappedCatalog.maximumPostingsPerKey`, from about 650 h).
+    static func coarsePostingLimit(entryCount: Int) -> Int {
+        let mean = Double(entryCount) / Double(1 << LandmarkHasher.pairKeyBits)
+        let limit = Double(coarseCommonKeyFactor) * mean
+        return limit >= Double(MappedCatalog.maximumPostingsPerKey) ? MappedCatalog.maximumPostingsPerKey
+            : max(coarseLeastPostingLimit, Int(limit))
     }
 
     /// Where a schedule of scores by aligned anchors stands: `inliers` past `start` (0 at or below

@@ -10,9 +10,9 @@
 ///    peaks in place. One hypothesis is searched so (`HypothesisSearch`).
 /// 3. Hypotheses are searched in stages (`referenceCandidates`): unchanged audio first (most
 ///    audio), stopping there on a clear match; otherwise unchanged audio again as a room leaves it,
-///    every other hypothesis with a quarter of the anchors, then the best ones fully. When none of
-///    them finds anything, the room search's hits are looked at once more for a place where the
-///    reference's own peaks stand far above chance (`PeakSearch`).
+///    every other hypothesis with a quarter of the anchors and the rarer keys, then the best ones
+///    fully. When none of them finds anything, the room search's hits are looked at once more for
+///    a place where the reference's own peaks stand far above chance (`PeakSearch`).
 /// 4. References are ranked by their evidence; within one, the position that holds clearly more
 ///    of the reference's peaks leads (`MatchRanking`).
 ///
@@ -103,6 +103,12 @@ public final class Matcher {
         public var peakScore: Double?
     }
 
+    /// Postings per key the coarse stage reads (`MatchThresholds.coarsePostingLimit`): it only
+    /// ranks hypotheses, and a catalog's commonest keys give most of its hits but few right ones.
+    /// The benchmark's study raises it to `MappedCatalog.maximumPostingsPerKey` (the most any
+    /// search reads) to compare.
+    public var coarsePostingLimit: Int
+
     /// Fewest inliers a candidate needs without the peak check (from `confirmationFloor` up to
     /// here it needs the check; one more under a hypothesis the coarse stage chose, two under one
     /// it ranked on fewer than `verificationFloor`). The benchmark's calibration lowers it to see
@@ -135,6 +141,7 @@ public final class Matcher {
         self.catalogs = catalogs
         requiredInliers = MatchThresholds.requiredInliers(entryCount: catalogs.entryCount)
         evidenceFloor = requiredInliers
+        coarsePostingLimit = MatchThresholds.coarsePostingLimit(entryCount: catalogs.entryCount)
         let margin = Int(2 * catalogs.maximumQuerySignatureDuration / FingerprintParameters.hopDuration) + 64
         let histogram = OffsetHistogram(timelineFrames: catalogs.timelineFrames, margin: margin)
         hits = HitCollector(catalog: catalogs)
@@ -250,13 +257,15 @@ public final class Matcher {
                           peakScore: MatchThresholds.roomScore, listingPlaces: peakSearchBins)
     }
 
-    /// Stages 2 and 3: every other hypothesis with a subsample of anchors, then the most promising
-    /// with all of them (`refined`), whose candidates join `found`.
+    /// Stages 2 and 3: every other hypothesis with a subsample of anchors and without the
+    /// catalog's commonest keys, then the most promising with all of them (`refined`), whose
+    /// candidates join `found`.
     private func searchOtherHypotheses(queryFrames: Double, into found: inout [Candidate]) {
         var scored: [(score: Int, hypothesis: Int)] = []
         for h in Self.hypotheses.indices where h != Self.unchangedSpeed {
             let coarse = search.candidates(hypothesis: h, anchorStride: MatchThresholds.coarseAnchorStride,
-                                           queryFrames: queryFrames, evidenceFloor: evidenceFloor)
+                                           queryFrames: queryFrames, evidenceFloor: evidenceFloor,
+                                           postingLimit: coarsePostingLimit)
             scored.append((coarse.map(\.inliers).max() ?? 0, h))
         }
         for (h, weak) in Self.refined(scored) {

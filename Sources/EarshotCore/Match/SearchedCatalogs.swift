@@ -78,14 +78,14 @@ final class SearchedCatalogs {
     /// timeline. Each member's limit on postings per key holds on its own; `HitCollector` skips a
     /// key whose postings together pass it.
     @inline(__always)
-    func forEachPosting(of key: UInt32, _ body: (UInt64) -> Void) {
+    func forEachPosting(of key: UInt32, limit: Int = MappedCatalog.maximumPostingsPerKey, _ body: (UInt64) -> Void) {
         if members.count == 1 {
-            members[0].forEachPosting(of: key, body)
+            members[0].forEachPosting(of: key, limit: limit, body)
             return
         }
         for m in members.indices {
             let shift = UInt64(frameBases[m]) << 4
-            members[m].forEachPosting(of: key) { body($0 &+ shift) }
+            members[m].forEachPosting(of: key, limit: limit) { body($0 &+ shift) }
         }
     }
 

@@ -37,6 +37,9 @@ struct Options {
     var probeCatalog = ""
     var probeQueries = ""
     var probeOpens = 20
+    /// Postings per key the probe's coarse stage reads instead of the matcher's own limit: a
+    /// study compares the two on one binary.
+    var probeCoarsePostingLimit: Int?
 
     var queriesPerCondition: Int { queries ?? (quick ? 30 : 100) }
     var negativesPerCondition: Int { negatives ?? queriesPerCondition }
@@ -143,6 +146,7 @@ struct Options {
             case "--catalog": o.probeCatalog = try value(arg)
             case "--query-file": o.probeQueries = try value(arg)
             case "--opens": o.probeOpens = try number(arg, Int.self)
+            case "--coarse-posting-limit": o.probeCoarsePostingLimit = try number(arg, Int.self)
             case "--earshotd": o.earshotd = try value(arg)
             case "-h", "--help", "help":
                 print(usage)

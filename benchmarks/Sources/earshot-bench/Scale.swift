@@ -322,6 +322,7 @@ enum Probe {
         emit("rss_after_full_check_kb", Double(ProcStatus.kilobytes("VmRSS") ?? 0))
         _ = checked.entryCount
         let matcher = Matcher(catalog: catalog)
+        if let limit = o.probeCoarsePostingLimit { matcher.coarsePostingLimit = limit }
         for (i, s) in signatures.enumerated() {
             let t = Clock.now(), c = Clock.threadCPU()
             let result = matcher.match(s)
