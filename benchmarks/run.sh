@@ -68,7 +68,7 @@ if [[ ${args[0]} == second-corpus ]]; then
     [[ " ${args[*]} " == *" --quick "* ]] && results="$root/benchmarks/cache/RESULTS-second-corpus-quick.md"
     details="$root/benchmarks/cache/second-corpus-queries.tsv"
     args=(recognition --corpus "$second_corpus" --results "$results" --details "$details" "${args[@]:1}")
-elif [[ ${args[0]} == recognition || ${args[0]} == all ]]; then
+elif [[ ${args[0]} == recognition || ${args[0]} == all ]] && [[ " ${args[*]} " != *" --negative-corpus "* ]]; then
     args+=(--negative-corpus benchmarks/cache/second-corpus)   # relative: the results name it so
 fi
 "$bin" "${args[@]}" 2>&1 | tee "$root/benchmarks/cache/last-run.log"
