@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "CZMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // No pkgConfig: avahi-client.pc adds only -D_REENTRANT, which SwiftPM refuses with a warning.
+        .systemLibrary(name: "CAvahi", providers: [.apt(["libavahi-client-dev"])]),
         // glibc's thread naming, which Swift's Glibc module leaves out (no library to link).
         .systemLibrary(name: "CPthread"),
 
@@ -54,6 +56,9 @@ let package = Package(
 
         // Thin typed wrapper over FFTW's single-precision real FFT.
         .target(name: "FFTW", dependencies: ["CFFTW"]),
+
+        // Thin typed wrapper over Avahi's client library: DNS-SD publishing and browsing.
+        .target(name: "Avahi", dependencies: ["CAvahi", "EarshotSync"]),
 
         // Pure core, no I/O: DSP, fingerprints, signature and catalog formats, matcher, media-item
         // rules, session state machines.
@@ -96,7 +101,7 @@ let package = Package(
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
-            dependencies: ["EarshotCore", "EarshotAudio", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
+            dependencies: ["Avahi", "EarshotCore", "EarshotAudio", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync", "EarshotSystem",
                            "EarshotWire", "EarshotTransport", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
@@ -111,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync",
+                "Avahi", "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync",
                 "EarshotSystem", "EarshotWire", "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -137,7 +142,7 @@ let package = Package(
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotTestSupport"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
         // Logging: the in-process daemon's logger keeps what it logs.
-        .testTarget(name: "EarshotServiceTests", dependencies: ["EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite",
+        .testTarget(name: "EarshotServiceTests", dependencies: ["Avahi", "EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite",
                                                                 .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "EarshotTransportTests",

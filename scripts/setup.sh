@@ -14,6 +14,7 @@ packages=(
   lame              # MP3 round trips in the benchmark
   libzmq3-dev libsodium-dev  # ZeroMQ RPC and events (CURVE needs libsodium)
   libsqlite3-dev    # the clients' libraries (SQLite, WAL)
+  libavahi-client-dev  # DNS-SD: the daemon announces the box, `earshot remote discover` finds it
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv
   libprotobuf-c-dev protobuf-c-compiler  # the C client (clients/c): protobuf-c runtime and protoc-c

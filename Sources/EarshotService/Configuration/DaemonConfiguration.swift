@@ -10,6 +10,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     // [daemon]
     public var stateDirectory = "/var/lib/earshot"
     public var logLevel = "info"
+    /// The box's name on the LAN (DNS-SD); "" = the host name.
+    public var name = ""
+    /// Announce the box with DNS-SD through avahi-daemon when RPC listens beyond loopback.
+    public var announce = true
     // [audio]
     public var source = AudioSourceKind.alsa
     public var device = "default"
@@ -116,7 +120,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
 
     /// Every key, in the order of `deploy/earshotd.toml`.
     public static let keys = [
-        "daemon.state_directory", "daemon.log_level",
+        "daemon.state_directory", "daemon.log_level", "daemon.name", "daemon.announce",
         "audio.source", "audio.device", "audio.sample_rate", "audio.channels", "audio.period_ms", "audio.buffer_seconds",
         "audio.realtime_priority", "audio.file", "audio.loop",
         "session.catalog", "session.prepare_on_start", "session.follow", "session.attempt_interval_ms",
@@ -136,6 +140,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         switch key {
         case "daemon.state_directory": stateDirectory = try string(key, value)
         case "daemon.log_level": logLevel = try string(key, value)
+        case "daemon.name": name = try string(key, value)
+        case "daemon.announce": announce = try boolean(key, value)
         case "audio.source":
             let s = try string(key, value)
             guard let kind = AudioSourceKind(rawValue: s) else { throw Problem(message: "\(key) must be \"alsa\" or \"file\", not \"\(s)\"") }
@@ -207,6 +213,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
         guard !rpcListen.isEmpty else { throw Problem(message: "rpc.listen needs at least one endpoint") }
         guard !eventsListen.isEmpty else { throw Problem(message: "events.listen needs at least one endpoint") }
         guard !stateDirectory.isEmpty else { throw Problem(message: "daemon.state_directory must not be empty") }
+        guard name.utf8.count <= 63, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw Problem(message: "daemon.name is at most 63 bytes of UTF-8 without control characters, not \"\(name)\"")
+        }
     }
 
     private func string(_ key: String, _ v: TOMLSubset.Value) throws(Problem) -> String {
@@ -258,6 +267,8 @@ extension DaemonConfiguration {
             [daemon]
             state_directory = \(q(stateDirectory))
             log_level = \(q(logLevel))
+            name = \(q(name))
+            announce = \(announce)
 
             [audio]
             source = \(q(source.rawValue))

@@ -28,6 +28,9 @@ public final class Daemon: Sendable {
     private let refusals: RefusalLog
     private let tasks = Locked<[Task<Void, Never>]>([])
     private let stopped = OnceFlag()
+    /// The DNS-SD announcement while serving (`DaemonAnnouncement`), if any, and whether `stop()`
+    /// has withdrawn it (an announcement made after that is withdrawn at once).
+    private let announcement = Locked<(current: DaemonAnnouncement?, withdrawn: Bool)>((nil, false))
     /// Finished by `stop()` once everything is closed; `run()` waits for it.
     private let finished = AsyncStream<Void>.makeStream()
 
@@ -171,6 +174,13 @@ public final class Daemon: Sendable {
         }
         tasks.withLock { $0 = started }
         health.set(.serving)
+        let announced = DaemonAnnouncement.start(configuration, rpc: server.boundEndpoints, events: publisher.boundEndpoints,
+                                                 serverPublicKey: security?.security.keyPair.publicKey, logger: logger)
+        let kept = announcement.withLock { state in
+            if !state.withdrawn { state.current = announced }
+            return !state.withdrawn
+        }
+        if !kept { announced?.stop() }
         for await _ in finished.stream {}
     }
 
@@ -179,6 +189,12 @@ public final class Daemon: Sendable {
     public func stop(grace: Duration = .seconds(2)) async {
         guard stopped.claim() else { return }
         logger.notice("stopping")
+        // Clients on the LAN stop finding the box before it stops answering.
+        announcement.withLock { state in
+            state.withdrawn = true
+            defer { state.current = nil }
+            return state.current
+        }?.stop()
         health.set(.notServing)
         server.stopAccepting()
         library?.stop()  // open WatchLibrary streams end now, not at the end of the grace

@@ -34,6 +34,6 @@ struct RemoteCommand: ParsableCommand {
             """,
         subcommands: [RemotePrepareCommand.self, RemoteMatchCommand.self, RemoteStreamCommand.self,
                       RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self, RemoteCuesCommand.self,
-                      RemoteLibraryCommand.self]
+                      RemoteLibraryCommand.self, RemoteDiscoverCommand.self]
     )
 }

@@ -7,7 +7,9 @@ import Foundation
 
 /// Options every `remote` command takes.
 struct RemoteOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The daemon's RPC endpoint.", valueName: "tcp://host:port"))
+    @Option(help: ArgumentHelp(
+        "The daemon's RPC endpoint, or the name of a box on the LAN (`earshot remote discover`; NAME or NAME.local), whose announced key is used unless --server-key or EARSHOT_SERVER_KEY gives one.",
+        valueName: "tcp://host:port|NAME"))
     var server = "tcp://127.0.0.1:7400"
 
     @Option(help: ArgumentHelp("Seconds to wait for an answer before giving up.", valueName: "seconds"))
@@ -22,11 +24,25 @@ struct RemoteOptions: ParsableArguments {
         "This client's secret key file, made by `earshot keygen`; env EARSHOT_CLIENT_KEY.", valueName: "file"))
     var clientKey: String?
 
-    func validate() throws {
-        guard server.hasPrefix("tcp://") || server.hasPrefix("ipc://") else {
-            throw ValidationError("--server must look like tcp://host:port (or ipc://path), not \(server)")
-        }
+    /// Seconds a name given to --server is looked for on the LAN.
+    static let discoveryTimeout = 3.0
+
+    mutating func validate() throws {
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+        if server.hasPrefix("tcp://") || server.hasPrefix("ipc://") { return }
+        guard !server.contains("://"), !server.isEmpty else {
+            throw ValidationError("--server must look like tcp://host:port (or ipc://path) or name a box on the LAN, not \(server)")
+        }
+        // A box's name: its announced endpoint, and its announced key unless one is given.
+        let box: BoxDiscovery.Box
+        do { box = try BoxDiscovery.box(named: server, timeout: Self.discoveryTimeout) } catch {
+            // ArgumentParser would wrap an error of `validate` in its usage text: said here, as `main` says it.
+            Terminal.error("earshot: " + error.message)
+            Foundation.exit(error.status.rawValue)
+        }
+        server = box.server
+        let environmentKey = ProcessInfo.processInfo.environment["EARSHOT_SERVER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        if serverKey == nil, environmentKey == nil, let key = box.announcement.serverPublicKey { serverKey = key }
     }
 
     /// The CURVE keys from the options or the environment; nil when neither names any (a
