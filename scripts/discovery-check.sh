@@ -3,7 +3,8 @@
 # network namespaces joined by a veth pair, each with its own D-Bus system bus and avahi-daemon
 # (in a private mount namespace, so their /run does not meet the host's). earshotd runs in one,
 # the CLI in the other, and the script shows:
-#   discover     `earshot remote discover --json` lists the box with its announced server key
+#   discover     `earshot remote discover --json` lists the box with its announced server key,
+#                and the Python client's discover() (python-zeroconf) finds it alike
 #   by name      `earshot remote match --server NAME` matches the programme, with that key
 #   rename       a second box of the same name is announced as "NAME #2"
 #   avahi gone   a box whose avahi-daemon stops says so, and is announced again when it is back
@@ -25,8 +26,13 @@ for p in avahi-daemon dbus iproute2 util-linux sox; do
 done
 if [ ${#extra[@]} -gt 0 ]; then
   echo "discovery-check: installing ${extra[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null ||
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null; }
 fi
+# The Python client's virtual environment, with python-zeroconf (its test extra).
+clients/python/run-tests.sh -q tests/test_discovery.py >/dev/null
+python="$repo/clients/python/.venv/bin/python"
 if [ -z "${EARSHOT_BIN:-}" ]; then
   swift build --product earshotd 2>&1 | tail -1
   swift build --product earshot 2>&1 | tail -1
@@ -86,8 +92,8 @@ avahi_running() {  # holder pid
   return 1
 }
 for h in "${holders[@]}"; do
-  for _ in $(seq 100); do avahi_running "$h" && break; sleep 0.1; done
-  avahi_running "$h" || fail "avahi-daemon did not start in a namespace"
+  for _ in $(seq 300); do avahi_running "$h" && break; sleep 0.1; done
+  avahi_running "$h" || fail "avahi-daemon did not start in a namespace: $(pgrep -fa 'avahi-daemon|dbus-daemon' | tr '\n' ';')"
 done
 
 # The programme: demo episodes, a catalog of them, and episode 2 playing.
@@ -133,6 +139,15 @@ assert box["eventsPort"] == 7401 and box["protocolVersion"] == 1 and box["securi
 assert box["serverKey"] == sys.argv[2], (box["serverKey"], sys.argv[2])
 PY
 pass "discover: \"Living room\" at tcp://10.231.0.1:7400, events 7401, with the key in its server.public"
+in_b "$python" - "$listing" <<'PY' || fail "the Python client's discover() did not find box A as the CLI did"
+import json, sys
+from earshot_client import discover
+cli = next(json.loads(l) for l in sys.argv[1].splitlines() if json.loads(l)["name"] == "Living room")
+box = next(b for b in discover(timeout=3) if b.name == "Living room")
+assert box.server == cli["server"] and box.events == cli["events"], (box, cli)
+assert box.server_key == cli["serverKey"] and box.fingerprint == cli["serverKeyFingerprint"], (box, cli)
+PY
+pass "discover() in Python: the same box, endpoints and key fingerprint"
 
 # by name (its announced key; only the client key is given)
 sleep 4  # audio for a 3 s query

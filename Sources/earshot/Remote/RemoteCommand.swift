@@ -14,8 +14,13 @@ struct RemoteCommand: ParsableCommand {
             The daemon answers RPC on --server (its rpc.listen, default tcp://127.0.0.1:7400) and \
             publishes events on --events (its events.listen; by default the --server port + 1).
 
+            --server may also name a box on the LAN (`earshot remote discover` lists them); its \
+            announced server key is used unless --server-key gives one.
+
             Examples:
               earshot remote prepare
+              earshot remote discover
+              earshot remote match --server "Living room" --key tv-app.key
               earshot remote match --server tcp://tv-box.local:7400
               earshot remote stream --json
               earshot remote state

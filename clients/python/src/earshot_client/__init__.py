@@ -11,6 +11,7 @@ library (:class:`LibraryMirror`).
 
 from . import pb
 from .client import Client, CurveKeys, RawJson, ResponseStream, catalog_name_of, catalog_signer_key
+from .discovery import AnnouncementError, Box, box_from_record, discover, find_box, key_fingerprint
 from .errors import RpcError, StatusCode, code_name
 from .events import Subscriber
 from .follower import FollowerState, StateFollower, Update, predict_offset
@@ -21,6 +22,12 @@ from .protocol import DEFAULT_EVENTS, DEFAULT_SERVER, SIGNATURE, Methods, Topics
 __version__ = "0.3.0"
 
 __all__ = [
+    "AnnouncementError",
+    "Box",
+    "box_from_record",
+    "discover",
+    "find_box",
+    "key_fingerprint",
     "Client",
     "CurveKeys",
     "DEFAULT_EVENTS",
