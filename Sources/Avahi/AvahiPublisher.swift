@@ -7,7 +7,7 @@ import EarshotSync
 /// A missing or stopped avahi-daemon is not an error: the publisher waits for it and publishes
 /// when it appears (`Event.daemonUnavailable`, then `.published`). A name another host already
 /// uses is replaced by Avahi's alternative ("Living room #2") and reported (`.renamed`). `stop()`
-/// withdraws the service. The Avahi calls run on the client's own thread (`AvahiThreadedPoll`);
+/// withdraws the service; another name means another publisher. The Avahi calls run on the client's own thread (`AvahiThreadedPoll`);
 /// calls from other threads take its lock.
 public final class AvahiPublisher: @unchecked Sendable {
     /// What the publisher reports, from Avahi's thread.
@@ -18,7 +18,7 @@ public final class AvahiPublisher: @unchecked Sendable {
         case renamed(from: String, to: String)
         /// avahi-daemon is not running (or went away): published when it is back.
         case daemonUnavailable
-        /// Avahi refused the service; it stays unpublished until `rename` or a restart.
+        /// Avahi refused the service; it stays unpublished.
         case failed(String)
     }
 
@@ -58,33 +58,6 @@ public final class AvahiPublisher: @unchecked Sendable {
     }
 
     deinit { stop() }
-
-    /// The name the service is published under now (after any `.renamed`).
-    public var name: String {
-        running.withLock { running in
-            guard running else { return service.name }
-            avahi_threaded_poll_lock(poll)
-            defer { avahi_threaded_poll_unlock(poll) }
-            return service.name
-        }
-    }
-
-    /// Publishes the service under `name` (and `txt`, when given) instead: the old record is
-    /// withdrawn and the new one announced.
-    public func update(name: String, txt: [[UInt8]]? = nil) throws(AvahiError) {
-        var next = service
-        next.name = name
-        if let txt { next.txt = txt }
-        try next.validate()
-        running.withLock { running in
-            guard running else { return }
-            avahi_threaded_poll_lock(poll)
-            defer { avahi_threaded_poll_unlock(poll) }
-            service = next
-            if let group { avahi_entry_group_reset(group) }
-            register()
-        }
-    }
 
     /// Withdraws the service and ends Avahi's thread. Idempotent.
     public func stop() {
