@@ -12,7 +12,8 @@
 #
 #   sudo scripts/discovery-check.sh           # about a minute after the build
 # Needs root (network and mount namespaces). Installs what is missing (avahi-daemon, dbus,
-# iproute2, sox). Set EARSHOT_BIN to a folder holding earshotd and earshot to skip the build.
+# iproute2, sox). Set EARSHOT_BIN to a folder holding earshotd and earshot to skip the build
+# (under sudo the build, and the Python client's venv, are otherwise made as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -127,7 +128,7 @@ for _ in $(seq 100); do grep -q 'announced on the LAN as "Living room"' daemon-a
 grep -q 'announced on the LAN as "Living room"' daemon-a.log || fail "box A did not announce itself"
 
 # discover
-listing="$(in_b "$bin/earshot" remote discover --json --timeout 3)"
+listing="$(in_b "$bin/earshot" remote discover --json --timeout 3)" || fail "discover failed"
 echo "$listing" > discover.log
 key="$(grep -v '^#' a/server.public | head -1 | awk '{print $1}')"
 python3 - "$listing" "$key" <<'PY' || fail "discover did not list box A as announced"
@@ -138,6 +139,8 @@ assert box["server"] == "tcp://10.231.0.1:7400", box
 assert box["eventsPort"] == 7401 and box["protocolVersion"] == 1 and box["security"] == "curve", box
 assert box["serverKey"] == sys.argv[2], (box["serverKey"], sys.argv[2])
 PY
+grep -q "server key fingerprint $(python3 -c 'import json,sys; print(next(json.loads(l)["serverKeyFingerprint"] for l in sys.argv[1].splitlines()))' "$listing")" daemon-a.log ||
+  fail "the fingerprint discover prints is not the one box A logs"
 pass "discover: \"Living room\" at tcp://10.231.0.1:7400, events 7401, with the key in its server.public"
 in_b "$python" - "$listing" <<'PY' || fail "the Python client's discover() did not find box A as the CLI did"
 import json, sys
@@ -146,6 +149,12 @@ cli = next(json.loads(l) for l in sys.argv[1].splitlines() if json.loads(l)["nam
 box = next(b for b in discover(timeout=3) if b.name == "Living room")
 assert box.server == cli["server"] and box.events == cli["events"], (box, cli)
 assert box.server_key == cli["serverKey"] and box.fingerprint == cli["serverKeyFingerprint"], (box, cli)
+# The TXT strings go out in the documented order (txtvers first, RFC 6763 §6.7).
+from zeroconf import Zeroconf
+zc = Zeroconf()
+info = zc.get_service_info("_earshot._tcp.local.", "Living room._earshot._tcp.local.", timeout=3000)
+zc.close()
+assert list(info.properties) == [b"txtvers", b"proto", b"events", b"security", b"key", b"name"], list(info.properties)
 PY
 pass "discover() in Python: the same box, endpoints and key fingerprint"
 
@@ -178,8 +187,10 @@ pass "avahi gone: box B says so, serves on, and is announced again when avahi-da
 
 # stop: box A withdrawn
 kill -TERM "${daemons[0]}"; wait "${daemons[0]}" || fail "box A did not stop cleanly"
-sleep 1
-in_b "$bin/earshot" remote discover > after.log
+for _ in $(seq 10); do
+  in_b "$bin/earshot" remote discover --timeout 1 > after.log
+  grep -q "^Living room  " after.log || break
+done
 grep -q "^Living room  " after.log && fail "box A still listed after its stop: $(cat after.log)"
 pass "stop: box A is withdrawn from the LAN"
 echo "discovery-check: all passed"

@@ -108,8 +108,7 @@ public enum AvahiBrowser {
                 }
                 entry = avahi_string_list_get_next(e)
             }
-            // Avahi lists a record's strings last first.
-            strings.reverse()
+            // The resolver's list holds the strings in the record's order.
             let numeric = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             found.append(Found(service: DNSSDService(name: name, type: type, port: port, txt: strings), hostName: host,
                                address: numeric, isIPv6: proto == AvahiProtocol(AVAHI_PROTO_INET6), interface: interface))

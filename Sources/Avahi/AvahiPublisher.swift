@@ -7,7 +7,8 @@ import EarshotSync
 /// A missing or stopped avahi-daemon is not an error: the publisher waits for it and publishes
 /// when it appears (`Event.daemonUnavailable`, then `.published`). A name another host already
 /// uses is replaced by Avahi's alternative ("Living room #2") and reported (`.renamed`). `stop()`
-/// withdraws the service; another name means another publisher. The Avahi calls run on the client's own thread (`AvahiThreadedPoll`);
+/// withdraws the service; another name means another publisher. `stop()` (and the last release)
+/// must not come from `onEvent`, which runs on Avahi's thread: that thread cannot stop itself. The Avahi calls run on the client's own thread (`AvahiThreadedPoll`);
 /// calls from other threads take its lock.
 public final class AvahiPublisher: @unchecked Sendable {
     /// What the publisher reports, from Avahi's thread.
@@ -150,10 +151,10 @@ public final class AvahiPublisher: @unchecked Sendable {
     }
 
     private func addService(to group: OpaquePointer) -> Int32 {
-        // TXT strings are passed with their lengths; Avahi keeps the list's order reversed
-        // (each add prepends), so they are added last first.
+        // TXT strings are passed with their lengths. Each add prepends, and Avahi writes the
+        // list from its tail: added first to last, they go out in the order given.
         var list: UnsafeMutablePointer<AvahiStringList>?
-        for entry in service.txt.reversed() {
+        for entry in service.txt {
             list = entry.withUnsafeBufferPointer { avahi_string_list_add_arbitrary(list, $0.baseAddress, $0.count) }
         }
         defer { avahi_string_list_free(list) }

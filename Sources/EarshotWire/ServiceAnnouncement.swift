@@ -57,15 +57,39 @@ public struct ServiceAnnouncement: Sendable, Equatable {
         case "none":
             key = nil
         case "curve":
-            guard let k = fields["key"], k.utf8.count == 40, k.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            guard let k = fields["key"], Self.isZ85Key(k) else {
                 throw Problem("no CURVE server key (key=, 40 characters of Z85)")
             }
             key = k
         case let other:
             throw Problem("unknown security \"\(other)\"")
         }
+        // A name goes to terminals and logs: one with control characters is not a box's.
+        guard !instanceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw Problem("the name holds control characters")
+        }
         self.init(name: instanceName, rpcPort: port, eventsPort: events,
                   protocolVersion: proto, serverPublicKey: key)
+    }
+
+    /// Z85's alphabet (ZeroMQ RFC 32).
+    private static let z85 = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#".utf8)
+
+    /// Whether `text` is a CURVE key: 40 characters of Z85, each group of 5 a 32-bit value. Only
+    /// such text is ever used as a key: key options also take file paths, and a record from the
+    /// LAN must never name a file.
+    static func isZ85Key(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 40 else { return false }
+        for group in stride(from: 0, to: 40, by: 5) {
+            var value: UInt64 = 0
+            for b in bytes[group..<group + 5] {
+                guard let digit = z85.firstIndex(of: b) else { return false }
+                value = value * 85 + UInt64(digit)
+            }
+            guard value <= UInt64(UInt32.max) else { return false }
+        }
+        return true
     }
 
     /// Why an announcement could not be read.

@@ -40,6 +40,9 @@ struct ServiceAnnouncementTests {
         (["proto=1", "events=7401", "security=curve", "key=short"], "no CURVE server key"),
         (["proto=1", "events=7401", "security=curve", "key=rq:rM>}U?@Lns47E1%kR.o@n%Fcmms /@{H8]yf7"], "no CURVE server key"),
         (["proto=1", "events=7401", "security=tls"], "unknown security \"tls\""),
+        // Key options also take file paths: a record must never name a file.
+        (["proto=1", "events=7401", "security=curve", "key=/dev/./././././././././././././././zero"], "no CURVE server key"),
+        (["proto=1", "events=7401", "security=curve", "key=%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%"], "no CURVE server key"),
     ])
     func aRecordThatCannotBeUsedSaysWhy(texts: [String], expected: String) {
         do {
@@ -47,6 +50,13 @@ struct ServiceAnnouncementTests {
             Issue.record("accepted: \(read)")
         } catch {
             #expect(error.message.hasPrefix(expected), "\(error.message)")
+        }
+    }
+
+    @Test func aNameWithControlCharactersIsNotABoxs() {
+        let good = ServiceAnnouncement(name: "A", rpcPort: 7400, eventsPort: 7401, serverPublicKey: nil).txt
+        #expect(throws: ServiceAnnouncement.Problem("the name holds control characters")) {
+            try ServiceAnnouncement(instanceName: "TV\u{1B}[2J", port: 7400, txt: good)
         }
     }
 

@@ -1,4 +1,5 @@
 import Avahi
+import EarshotCrypto
 import EarshotSync
 import EarshotWire
 import Glibc
@@ -32,6 +33,7 @@ final class DaemonAnnouncement: Sendable {
                                                serverPublicKey: serverPublicKey)
         let service = DNSSDService(name: announcement.name, type: ServiceAnnouncement.serviceType, port: rpcPort,
                                    txt: announcement.txt)
+        let key = serverPublicKey.flatMap(CurveKeyFingerprint.of).map { ", server key fingerprint \($0)" } ?? ", without CURVE"
         // avahi-daemon's absence is said once per absence, not at every reconnection attempt.
         let missing = Locked(false)
         do {
@@ -39,7 +41,7 @@ final class DaemonAnnouncement: Sendable {
                 switch event {
                 case .published(let name):
                     missing.withLock { $0 = false }
-                    logger.info("announced on the LAN as \"\(name)\" (\(ServiceAnnouncement.serviceType), port \(rpcPort)) through avahi-daemon")
+                    logger.info("announced on the LAN as \"\(name)\" (\(ServiceAnnouncement.serviceType), port \(rpcPort)\(key)) through avahi-daemon")
                 case .renamed(let from, let to):
                     logger.notice("another device on the LAN is called \"\(from)\": announced as \"\(to)\" instead (set daemon.name to choose)")
                 case .daemonUnavailable:

@@ -72,10 +72,6 @@ enum BoxDiscovery {
         return first
     }
 
-    /// A short, comparable form of a server key: the first 8 bytes of SHA-256 of its 32 bytes.
-    static func fingerprint(_ key: String) -> String {
-        guard let bytes = Z85.decode(key), bytes.count == 32 else { return "?" }
-        let hex = Array(SHA256.hex(Array(bytes.withUnsafeBytes { SHA256.hash($0) }.prefix(8))))
-        return stride(from: 0, to: hex.count, by: 2).map { String(hex[$0..<$0 + 2]) }.joined(separator: ":")
-    }
+    /// The key's fingerprint (`CurveKeyFingerprint`), "?" for text that is not a key.
+    static func fingerprint(_ key: String) -> String { CurveKeyFingerprint.of(key) ?? "?" }
 }

@@ -20,7 +20,7 @@ struct RemoteDiscoverCommand: ParsableCommand {
     @Flag(help: "Print one JSON object per box.") var json = false
 
     func validate() throws {
-        guard timeout.isFinite, timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be a number of seconds from 0 to 60") }
+        guard timeout.isFinite, timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be more than 0 and at most 60 seconds") }
     }
 
     func run() throws {

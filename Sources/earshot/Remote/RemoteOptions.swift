@@ -24,13 +24,18 @@ struct RemoteOptions: ParsableArguments {
         "This client's secret key file, made by `earshot keygen`; env EARSHOT_CLIENT_KEY.", valueName: "file"))
     var clientKey: String?
 
+    /// What a box found by name announced, set by `validate` (not for people to give): its
+    /// events endpoint, and whether --server-key came from its announcement.
+    @Option(name: .customLong("announced-events"), help: .private) var announcedEvents: String?
+    @Flag(name: .customLong("announced-key"), help: .private) var keyFromAnnouncement = false
+
     /// Seconds a name given to --server is looked for on the LAN.
     static let discoveryTimeout = 3.0
 
     mutating func validate() throws {
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
         if server.hasPrefix("tcp://") || server.hasPrefix("ipc://") { return }
-        guard !server.contains("://"), !server.isEmpty else {
+        guard !server.contains("://"), !server.contains(":"), !server.contains("/"), !server.isEmpty else {
             throw ValidationError("--server must look like tcp://host:port (or ipc://path) or name a box on the LAN, not \(server)")
         }
         // A box's name: its announced endpoint, and its announced key unless one is given.
@@ -41,8 +46,12 @@ struct RemoteOptions: ParsableArguments {
             Foundation.exit(error.status.rawValue)
         }
         server = box.server
+        announcedEvents = box.events
         let environmentKey = ProcessInfo.processInfo.environment["EARSHOT_SERVER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        if serverKey == nil, environmentKey == nil, let key = box.announcement.serverPublicKey { serverKey = key }
+        if serverKey == nil, environmentKey == nil, let key = box.announcement.serverPublicKey {
+            serverKey = key
+            keyFromAnnouncement = true
+        }
     }
 
     /// The CURVE keys from the options or the environment; nil when neither names any (a
@@ -56,6 +65,8 @@ struct RemoteOptions: ParsableArguments {
             return nil
         case (nil, _):
             throw CLIFailure("--key needs --server-key (the daemon's server.public) too", status: .usage)
+        case (_, nil) where keyFromAnnouncement:
+            throw CLIFailure("the box uses CURVE: give --key, a client key made by `earshot keygen` whose public half is in the box's allow-list", status: .usage)
         case (_, nil):
             throw CLIFailure("--server-key needs --key too: make a client key with `earshot keygen` and add it to the daemon's allow-list", status: .usage)
         case (let server?, let client?):

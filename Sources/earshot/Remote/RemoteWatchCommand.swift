@@ -22,11 +22,12 @@ struct RemoteWatchCommand: ParsableCommand {
             """)
 
     @OptionGroup var remote: RemoteOptions
-    @Option(help: ArgumentHelp("The daemon's event endpoint (default: the --server port + 1).", valueName: "tcp://host:port"))
+    @Option(help: ArgumentHelp("The daemon's event endpoint (default: the events port a box found by name announces, else the --server port + 1).", valueName: "tcp://host:port"))
     var events: String?
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds")) var duration: Double?
 
     func eventsEndpoint() throws(CLIFailure) -> String {
+        if events == nil, let announced = remote.announcedEvents { return announced }
         if let events { return events }
         guard let colon = remote.server.lastIndex(of: ":"), let port = Int(remote.server[remote.server.index(after: colon)...]) else {
             throw CLIFailure("cannot derive the events endpoint from \(remote.server); give --events", status: .usage)

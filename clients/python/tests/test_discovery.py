@@ -52,6 +52,17 @@ def test_a_record_a_client_cannot_use_says_why(port, fields, message):
         box_from_record("x", port, record(**fields), ["10.0.0.1"])
 
 
+def test_keys_without_a_value_are_passed_over_and_numbers_are_plain_digits():
+    box = box_from_record("x", 7400, {b"proto": None, b"PROTO": b"1", b"events": b"7401", b"security": b"none"},
+                          ["10.0.0.1", "10.0.0.1", "10.0.0.2"])
+    assert box.protocol_version == 1 and box.addresses == ["10.0.0.1", "10.0.0.2"]
+    for bad in (" 7401", "7_401", "\u0667\u0664\u0660\u0661"):
+        with pytest.raises(AnnouncementError, match="no events port"):
+            box_from_record("x", 7400, record(proto="1", events=bad, security="none"), ["10.0.0.1"])
+    with pytest.raises(AnnouncementError, match="control characters"):
+        box_from_record("box\x1b[2J", 7400, record(proto="1", events="7401", security="none"), ["10.0.0.1"])
+
+
 def test_text_that_is_not_utf8_is_refused():
     with pytest.raises(AnnouncementError, match="not UTF-8"):
         box_from_record("x", 7400, {b"proto": b"1", b"events": b"7401", b"name": b"\xff\xfe"}, ["10.0.0.1"])

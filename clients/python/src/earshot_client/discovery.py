@@ -14,6 +14,7 @@ Needs the optional dependency: ``pip install earshot-client[discovery]``.
 
 import hashlib
 import ipaddress
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -91,22 +92,20 @@ def box_from_record(name: str, port: int, properties: Mapping[bytes, Optional[by
     """
     fields: Dict[str, str] = {}
     for key, value in properties.items():
+        if value is None:
+            continue  # a key without "=" (RFC 6763 §6.4: a boolean attribute): none of ours
         try:
-            k = key.decode("utf-8").lower()
-            v = "" if value is None else value.decode("utf-8")
+            fields.setdefault(key.decode("utf-8").lower(), value.decode("utf-8"))
         except UnicodeDecodeError:
             raise AnnouncementError("a TXT string is not UTF-8") from None
-        fields.setdefault(k, v)
-    try:
-        proto = int(fields["proto"])
-    except (KeyError, ValueError):
-        raise AnnouncementError("no protocol version (proto=)") from None
-    try:
-        events = int(fields["events"])
-    except (KeyError, ValueError):
-        raise AnnouncementError("no events port (events=)") from None
-    if not 0 < events < 65536:
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name):
+        raise AnnouncementError("the name holds control characters")
+    if not re.fullmatch(r"[0-9]{1,9}", fields.get("proto", "")):
+        raise AnnouncementError("no protocol version (proto=)")
+    proto = int(fields["proto"])
+    if not re.fullmatch(r"[0-9]{1,5}", fields.get("events", "")) or not 0 < int(fields["events"]) < 65536:
         raise AnnouncementError("no events port (events=)")
+    events = int(fields["events"])
     if not 0 < port < 65536:
         raise AnnouncementError("no RPC port")
     security = fields.get("security", "curve")
@@ -121,10 +120,13 @@ def box_from_record(name: str, port: int, properties: Mapping[bytes, Optional[by
         raise AnnouncementError(f"unknown security {security!r}")
     # IPv4 first, link-local IPv6 last (it needs an interface to be used).
     def rank(a: str) -> int:
-        ip = ipaddress.ip_address(a)
+        try:
+            ip = ipaddress.ip_address(a)
+        except ValueError:
+            return 3
         return 0 if ip.version == 4 else (2 if ip.is_link_local else 1)
     known = {"txtvers", "proto", "events", "security", "key", "name"}
-    return Box(name=name, addresses=sorted(set(addresses), key=rank), rpc_port=port, events_port=events,
+    return Box(name=name, addresses=sorted(dict.fromkeys(addresses), key=rank), rpc_port=port, events_port=events,
                protocol_version=proto, server_key=key, host=host,
                extra={k: v for k, v in fields.items() if k not in known})
 
@@ -181,5 +183,5 @@ def find_box(name: str, timeout: float = 3.0) -> Box:
     for box in boxes:
         if wanted in (box.name.lower(), box.host.lower(), box.host.lower().removesuffix(".local")):
             return box
-    seen = ", ".join(f'"{b.name}"' for b in boxes) or "none did"
-    raise LookupError(f'no box called "{name}" answered on the LAN within {timeout} s; found {seen}')
+    seen = "; found " + ", ".join(f'"{b.name}"' for b in boxes) if boxes else " (none did)"
+    raise LookupError(f'no box called "{name}" answered on the LAN within {timeout} s{seen}')
