@@ -8,7 +8,8 @@
 #   by name      `earshot remote match --server NAME` matches the programme, with that key
 #   rename       a second box of the same name is announced as "NAME #2"
 #   avahi gone   a box whose avahi-daemon stops says so, and is announced again when it is back
-#   stop         a stopped box is withdrawn from the LAN
+#   stop         a stopped box is withdrawn from the LAN, and a box whose avahi-daemon hangs
+#                still stops at once
 #
 #   sudo scripts/discovery-check.sh           # about a minute after the build
 # Needs root (network and mount namespaces). Installs what is missing (avahi-daemon, dbus,
@@ -193,4 +194,16 @@ for _ in $(seq 10); do
 done
 grep -q "^Living room  " after.log && fail "box A still listed after its stop: $(cat after.log)"
 pass "stop: box A is withdrawn from the LAN"
+
+# A hung avahi-daemon (stopped with SIGSTOP) does not hold up box B's stop.
+for p in $(pgrep -f "^avahi-daemon: running"); do
+  [ "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/${holders[1]}/ns/mnt)" ] && kill -STOP "$p"
+done
+started=$(date +%s.%N)
+kill -TERM "${daemons[1]}"; wait "${daemons[1]}" || fail "box B did not stop cleanly"
+took=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+python3 -c "import sys; sys.exit(0 if $took < 5 else 1)" || fail "box B took $took s to stop with avahi-daemon hung"
+grep -q "did not withdraw the announcement within" daemon-b.log || fail "box B did not say avahi-daemon hung"
+for p in $(pgrep -f "^avahi-daemon"); do kill -CONT "$p" 2>/dev/null || true; done
+pass "avahi hung: box B stops in $took s and says why it did not wait"
 echo "discovery-check: all passed"

@@ -180,7 +180,7 @@ public final class Daemon: Sendable {
             if !state.withdrawn { state.current = announced }
             return !state.withdrawn
         }
-        if !kept { announced?.stop() }
+        if !kept { announced?.stop(logger: logger) }
         for await _ in finished.stream {}
     }
 
@@ -194,7 +194,7 @@ public final class Daemon: Sendable {
             state.withdrawn = true
             defer { state.current = nil }
             return state.current
-        }?.stop()
+        }?.stop(logger: logger)
         health.set(.notServing)
         server.stopAccepting()
         library?.stop()  // open WatchLibrary streams end now, not at the end of the grace

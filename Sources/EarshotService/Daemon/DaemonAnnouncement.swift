@@ -1,4 +1,5 @@
 import Avahi
+import Dispatch
 import EarshotCrypto
 import EarshotSync
 import EarshotWire
@@ -59,8 +60,27 @@ final class DaemonAnnouncement: Sendable {
         }
     }
 
-    /// Withdraws the announcement.
-    func stop() { publisher.stop() }
+    /// How long a stop waits for avahi-daemon to withdraw the record.
+    static let withdrawalLimit = 1.0
+
+    /// Withdraws the announcement, waiting at most `withdrawalLimit` seconds: a hung avahi-daemon
+    /// answers D-Bus only after its 25 s timeout, and must not hold up the daemon's stop (the
+    /// record then goes when the process's D-Bus connection closes).
+    func stop(logger: Logger) {
+        let publisher = self.publisher, done = DispatchSemaphore(value: 0)
+        do {
+            _ = try NamedThread(name: "earshot-mdns-bye") {
+                publisher.stop()
+                done.signal()
+            }
+        } catch {
+            publisher.stop()
+            return
+        }
+        if done.wait(timeout: .now() + Self.withdrawalLimit) == .timedOut {
+            logger.warning("avahi-daemon did not withdraw the announcement within \(Self.withdrawalLimit) s; stopping without waiting")
+        }
+    }
 
     /// `daemon.name`, or the host name when it is "".
     static func boxName(_ c: DaemonConfiguration) -> String {
