@@ -10,7 +10,8 @@ struct RemoteDiscoverCommand: ParsableCommand {
             Each line: the box's name, its address, RPC and events ports, protocol version, and a \
             fingerprint of its server key. Any remote command then takes --server NAME; without \
             --server-key it uses the key the box announced. A key seen on the LAN is only as \
-            trustworthy as the LAN: pin the key you checked with --server-key.
+            trustworthy as the LAN: pin the key you checked with --server-key, or compare the \
+            fingerprint with the one the box logs when it is announced.
 
             Needs avahi-daemon running on this machine (Debian: apt install avahi-daemon).
             """)
