@@ -1,5 +1,4 @@
 import CAvahi
-import Glibc
 
 /// Finds the DNS-SD services of one type on the local network through the Avahi daemon, each
 /// resolved to an address, port and TXT strings.
@@ -44,20 +43,15 @@ public enum AvahiBrowser {
             throw AvahiError("Avahi refused to browse for \(type): \(AvahiPublisher.message(avahi_client_errno(client)))")
         }
         defer { avahi_service_browser_free(browser) }
-        let deadline = monotonicSeconds() + max(0, timeout)
-        while true {
-            let left = deadline - monotonicSeconds()
-            if left <= 0 || (state.listed && state.pending == 0) { break }
+        let deadline = ContinuousClock.now + .seconds(max(0, timeout))
+        while !(state.listed && state.pending == 0) {
             if let failure = state.failure { throw AvahiError(failure) }
-            guard avahi_simple_poll_iterate(poll, Int32(min(left, 0.1) * 1000) + 1) == 0 else { break }
+            let left = deadline - .now
+            guard left > .zero else { break }
+            let milliseconds = min(left, .milliseconds(100)) / .milliseconds(1)
+            guard avahi_simple_poll_iterate(poll, Int32(milliseconds) + 1) == 0 else { break }
         }
         return state.found
-    }
-
-    private static func monotonicSeconds() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     /// What one browse has seen; touched only on the thread that iterates its loop.

@@ -1,3 +1,5 @@
+import EarshotCore
+
 /// What a box announces on the LAN with DNS-SD: service type `_earshot._tcp` on the RPC port,
 /// the instance name the box's name, and TXT strings for the rest (docs/PROTOCOL.md,
 /// "Finding a box: DNS-SD"). Unknown TXT keys are ignored, so later versions may add some.
@@ -65,7 +67,7 @@ public struct ServiceAnnouncement: Sendable, Equatable {
             throw Problem("unknown security \"\(other)\"")
         }
         // A name goes to terminals and logs: one with control characters is not a box's.
-        guard !instanceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !instanceName.unicodeScalars.contains(where: \.isControlCharacter) else {
             throw Problem("the name holds control characters")
         }
         self.init(name: instanceName, rpcPort: port, eventsPort: events,

@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotSystem
 import FoundationEssentials
 
@@ -213,7 +214,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         guard !rpcListen.isEmpty else { throw Problem(message: "rpc.listen needs at least one endpoint") }
         guard !eventsListen.isEmpty else { throw Problem(message: "events.listen needs at least one endpoint") }
         guard !stateDirectory.isEmpty else { throw Problem(message: "daemon.state_directory must not be empty") }
-        guard name.utf8.count <= 63, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard name.utf8.count <= 63, !name.unicodeScalars.contains(where: \.isControlCharacter) else {
             throw Problem(message: "daemon.name is at most 63 bytes of UTF-8 without control characters, not \"\(name)\"")
         }
     }
