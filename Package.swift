@@ -36,6 +36,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // No pkgConfig: avahi-client.pc adds only -D_REENTRANT, which SwiftPM refuses with a warning.
         .systemLibrary(name: "CAvahi", providers: [.apt(["libavahi-client-dev"])]),
+        // FFmpeg's demuxers, decoders and sample conversion: video and broadcast files for authoring.
+        // No pkgConfig: Debian's headers sit on the compiler's own multiarch path.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]),
         // glibc's thread naming, which Swift's Glibc module leaves out (no library to link).
         .systemLibrary(name: "CPthread"),
 
@@ -60,6 +63,10 @@ let package = Package(
         // Thin typed wrapper over Avahi's client library: DNS-SD publishing and browsing.
         .target(name: "Avahi", dependencies: ["CAvahi", "EarshotSync"]),
 
+        // Thin typed wrapper over FFmpeg: containers and their streams, packets, audio decoding to
+        // interleaved float. The CLI's only (through EarshotMedia); the daemon never links it.
+        .target(name: "FFmpeg", dependencies: ["CFFmpeg"]),
+
         // Pure core, no I/O: DSP, fingerprints, signature and catalog formats, matcher, media-item
         // rules, session state machines.
         .target(name: "EarshotCore", dependencies: ["FFTW", .product(name: "RealModule", package: "swift-numerics")]),
@@ -78,6 +85,10 @@ let package = Package(
 
         // Live listening: streaming sessions and the managed session with its prerecording buffer.
         .target(name: "EarshotLive", dependencies: ["EarshotCore", "EarshotAudio", "EarshotSync"]),
+
+        // Signatures of any media file the CLI takes: audio files through EarshotAudio, video and
+        // broadcast files (MP4, MOV, Matroska/WebM, MPEG-TS) through FFmpeg, with track choice.
+        .target(name: "EarshotMedia", dependencies: ["EarshotAudio", "EarshotCore", "EarshotSystem", "FFmpeg"]),
 
         // Protobuf messages generated from proto/ (scripts/generate-proto.sh), the method table and
         // conversions between them and the core types.
@@ -116,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "Avahi", "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotStore", "EarshotSync",
+                "Avahi", "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotMedia", "EarshotStore", "EarshotSync",
                 "EarshotSystem", "EarshotWire", "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -138,6 +149,7 @@ let package = Package(
         .testTarget(name: "EarshotStoreTests", dependencies: ["EarshotStore", "EarshotSystem", "EarshotCore", "EarshotCrypto", "EarshotTestSupport", "SQLite"]),
         // CSndfile: the tests write Ogg Opus files with libsndfile and compare its decoding with ours.
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "EarshotSync", "EarshotTestSupport", "CSndfile"]),
+        .testTarget(name: "EarshotMediaTests", dependencies: ["EarshotMedia", "EarshotAudio", "EarshotCore", "FFmpeg", "EarshotTestSupport"]),
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotTestSupport"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),

@@ -74,6 +74,7 @@ sysroot_packages=(
   libc6-dev libgcc-14-dev libstdc++-14-dev
   libfftw3-dev libsndfile1-dev libopus-dev libsoxr-dev libasound2-dev
   libzmq3-dev libsodium-dev libsqlite3-dev libavahi-client-dev
+  libavformat-dev libavcodec-dev libswresample-dev
   libprotobuf-c-dev
 )
 # Tools in the chroot beside swiftlang: git (SwiftPM fetches), rsync (the repository copy),
@@ -81,7 +82,8 @@ sysroot_packages=(
 chroot_base_packages=git,rsync,pkg-config,make
 chroot_packages=(swiftlang libc6-dev)
 # What --tests installs in the chroot: the same libraries for amd64, natively, from sid.
-test_packages=(libfftw3-dev libsndfile1-dev libopus-dev libsoxr-dev libasound2-dev libzmq3-dev libsodium-dev libsqlite3-dev libavahi-client-dev)
+test_packages=(libfftw3-dev libsndfile1-dev libopus-dev libsoxr-dev libasound2-dev libzmq3-dev libsodium-dev libsqlite3-dev libavahi-client-dev
+               libavformat-dev libavcodec-dev libswresample-dev ffmpeg)
 
 usage() {
   cat <<'EOF'

@@ -14,6 +14,8 @@ packages=(
   lame              # MP3 round trips in the benchmark
   libzmq3-dev libsodium-dev  # ZeroMQ RPC and events (CURVE needs libsodium)
   libsqlite3-dev    # the clients' libraries (SQLite, WAL)
+  libavformat-dev libavcodec-dev libswresample-dev  # FFmpeg: video and broadcast files in the CLI's authoring path
+  ffmpeg            # the ffmpeg tool makes the tests' video fixtures
   libavahi-client-dev  # DNS-SD: the daemon announces the box, `earshot remote discover` finds it
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv

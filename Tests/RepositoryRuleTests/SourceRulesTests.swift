@@ -95,6 +95,19 @@ struct SourceRulesTests {
         #expect(offenders.isEmpty, "imports outside docs/ARCHITECTURE.md's table: \(offenders.joined(separator: "; "))")
     }
 
+    /// FFmpeg serves authoring only: nothing the daemon is built from depends on it, so the
+    /// board's daemon package neither links nor installs FFmpeg's libraries.
+    @Test func theDaemonNeverReachesFFmpeg() throws {
+        let declared = try PackageTargets.dependencies(in: String(contentsOf: Repository.root.appendingPathComponent("Package.swift"), encoding: .utf8))
+        var reached: Set<String> = [], pending = ["earshotd"]
+        while let target = pending.popLast() {
+            for next in declared[target] ?? [] where reached.insert(next).inserted { pending.append(next) }
+        }
+        #expect(reached.contains("EarshotService"), "the walk did not follow Package.swift's dependencies")
+        #expect(reached.isDisjoint(with: ["CFFmpeg", "FFmpeg", "EarshotMedia"]), "earshotd reaches \(reached.intersection(["CFFmpeg", "FFmpeg", "EarshotMedia"]).sorted())")
+        #expect(declared["earshot"]?.contains("EarshotMedia") == true)
+    }
+
     /// The recognition core does no I/O: no file, process or thread API appears in its code.
     @Test func theCoreTouchesNoFiles() throws {
         let root = Repository.root

@@ -5,7 +5,7 @@ import EarshotCore
 struct CatalogAddCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
-        abstract: "Add references (audio or .earsig files) and their media items to a catalog.",
+        abstract: "Add references (audio, video or .earsig files) and their media items to a catalog.",
         discussion: """
             Appends one reference per input, with media items from the CSV exactly as for \
             `catalog create` (see its help for the columns). New media-item ids must not be in \
@@ -19,12 +19,13 @@ struct CatalogAddCommand: ParsableCommand {
     @Option(name: [.short, .long], help: ArgumentHelp("The catalog to add to.", valueName: "file.earcat"))
     var catalog: String
 
-    @Argument(help: ArgumentHelp("Audio files or .earsig signatures, one new reference each.", valueName: "inputs"))
+    @Argument(help: ArgumentHelp("Audio or video files, or .earsig signatures, one new reference each.", valueName: "inputs"))
     var inputs: [String] = []
 
     @Option(name: .customLong("media-items"), help: ArgumentHelp("Media-items CSV for the new references.", valueName: "items.csv"))
     var mediaItems: String?
 
+    @OptionGroup var audioTrack: AudioTrackOptions
     @OptionGroup var quietOption: QuietOption
 
     func validate() throws {
@@ -38,7 +39,7 @@ struct CatalogAddCommand: ParsableCommand {
         try ReferenceInputs.requireUniqueIDs(assignment.inputItems.flatMap { $0 }, in: edited, catalogPath: catalog,
                                              rows: rows, csvPath: mediaItems)
         try ReferenceInputs.requireAll(inputs)
-        let signatures = try ReferenceInputs.signatures(of: inputs, quiet: quietOption.quiet)
+        let signatures = try ReferenceInputs.signatures(of: inputs, track: audioTrack.choice, quiet: quietOption.quiet)
         try ReferenceInputs.add(signatures, items: assignment.inputItems, to: &edited, catalogPath: catalog)
         try CatalogFile.write(edited, to: catalog)
         print(CatalogSummary.line(edited, path: catalog))

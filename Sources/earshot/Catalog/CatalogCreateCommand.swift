@@ -5,9 +5,11 @@ import EarshotCore
 struct CatalogCreateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Create a catalog from audio or signature files and a media-items CSV.",
+        abstract: "Create a catalog from audio, video or signature files and a media-items CSV.",
         discussion: """
-            Each input (an audio file or an .earsig) becomes one reference. Without a CSV, each \
+            Each input (an audio file, a video or broadcast file, or an .earsig) becomes one \
+            reference; a video file gives the audio track --audio-track or --audio-language \
+            picks, by default the file's default track. Without a CSV, each \
             reference gets one media item whose id and title are the file name without its \
             extension. With --media-items, every CSV row is one media item of the input its \
             `signature` cell names; several rows may name the same input (e.g. one row per \
@@ -64,13 +66,14 @@ struct CatalogCreateCommand: ParsableCommand {
     @Option(name: [.short, .long], help: ArgumentHelp("The catalog file to write.", valueName: "file.earcat"))
     var output: String
 
-    @Argument(help: ArgumentHelp("Audio files or .earsig signatures, one reference each.", valueName: "inputs"))
+    @Argument(help: ArgumentHelp("Audio or video files, or .earsig signatures, one reference each.", valueName: "inputs"))
     var inputs: [String] = []
 
     @Option(name: .customLong("media-items"), help: ArgumentHelp("Media-items CSV (columns above).", valueName: "items.csv"))
     var mediaItems: String?
 
     @OptionGroup var limits: QueryLimitOptions
+    @OptionGroup var audioTrack: AudioTrackOptions
     @OptionGroup var quietOption: QuietOption
 
     func validate() throws {
@@ -81,7 +84,7 @@ struct CatalogCreateCommand: ParsableCommand {
         let rows = try mediaItems.map(MediaItemsFile.read) ?? []
         let assignment = try MediaItemsFile.assign(rows, from: mediaItems, inputs: inputs)
         try ReferenceInputs.requireAll(inputs)
-        let signatures = try ReferenceInputs.signatures(of: inputs, quiet: quietOption.quiet)
+        let signatures = try ReferenceInputs.signatures(of: inputs, track: audioTrack.choice, quiet: quietOption.quiet)
         var catalog = CustomCatalog()
         catalog.minimumQuerySignatureDuration = 1
         catalog.maximumQuerySignatureDuration = 12

@@ -26,13 +26,14 @@ struct CatalogUpdateCommand: ParsableCommand {
     @Option(name: [.short, .long], help: ArgumentHelp("The catalog to update.", valueName: "file.earcat"))
     var catalog: String
 
-    @Argument(help: ArgumentHelp("Audio files or .earsig signatures to add as new references.", valueName: "inputs"))
+    @Argument(help: ArgumentHelp("Audio or video files, or .earsig signatures to add as new references.", valueName: "inputs"))
     var inputs: [String] = []
 
     @Option(name: .customLong("media-items"), help: ArgumentHelp("Media-items CSV.", valueName: "items.csv"))
     var mediaItems: String?
 
     @OptionGroup var limits: QueryLimitOptions
+    @OptionGroup var audioTrack: AudioTrackOptions
     @OptionGroup var quietOption: QuietOption
 
     func validate() throws {
@@ -57,7 +58,7 @@ struct CatalogUpdateCommand: ParsableCommand {
                 throw CLIFailure.badInput(mediaItems ?? catalog, error)
             }
         }
-        let signatures = try ReferenceInputs.signatures(of: inputs, quiet: quietOption.quiet)
+        let signatures = try ReferenceInputs.signatures(of: inputs, track: audioTrack.choice, quiet: quietOption.quiet)
         try ReferenceInputs.add(signatures, items: assignment.inputItems, to: &edited, catalogPath: catalog)
         try CatalogFile.write(edited, to: catalog)
         print(CatalogSummary.line(edited, path: catalog))

@@ -1,6 +1,7 @@
 import Dispatch
 import EarshotAuthoring
 import EarshotCore
+import EarshotMedia
 import EarshotSync
 import Foundation
 import Synchronization
@@ -12,14 +13,16 @@ enum ReferenceInputs {
         for input in inputs { try InputFile.requireFile(input) }
     }
 
-    /// The signature of each input, in order. Files are decoded and fingerprinted on every core
+    /// The signature of each input, in order (`track` picks among a video file's audio tracks). Files are decoded and fingerprinted on every core
     /// at once, one file per core; the first failure (in input order) is the command's, and no
     /// new file is started after one. `forCatalog`: progress counts the peaks a catalog keeps of
     /// each (its selection), the number `catalog display` shows.
-    static func signatures(of inputs: [String], quiet: Bool, forCatalog: Bool = true) throws(CLIFailure) -> [Signature] {
+    static func signatures(
+        of inputs: [String], track: AudioTrackChoice = .containerDefault, quiet: Bool, forCatalog: Bool = true
+    ) throws(CLIFailure) -> [SignatureInput.Loaded] {
         let progress = ProgressLine(total: inputs.count, quiet: quiet)
         defer { progress.end() }
-        let results = Locked([Result<Signature, CLIFailure>?](repeating: nil, count: inputs.count))
+        let results = Locked([Result<SignatureInput.Loaded, CLIFailure>?](repeating: nil, count: inputs.count))
         let next = Atomic<Int>(0), failed = Atomic<Bool>(false)
         let workers = max(1, min(inputs.count, ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
@@ -29,14 +32,16 @@ enum ReferenceInputs {
                 let input = inputs[k]
                 let name = input.split(separator: "/").last.map(String.init) ?? input
                 progress.update(k, name, fraction: 0)
-                let result: Result<Signature, CLIFailure>
+                let result: Result<SignatureInput.Loaded, CLIFailure>
                 do throws(CLIFailure) {
-                    let signature = try SignatureInput.load(input) { progress.update(k, name, fraction: $0) }
+                    let loaded = try SignatureInput.load(input, track: track) { progress.update(k, name, fraction: $0) }
+                    let signature = loaded.signature
                     let peaks = forCatalog
                         ? "\(Format.count(PeakSelection.select(signature.peaks, PeakSelection.reference).count)) peaks kept of \(Format.count(signature.peaks.count))"
                         : "\(Format.count(signature.peaks.count)) peaks"
-                    progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(peaks)")
-                    result = .success(signature)
+                    let source = loaded.source.map { ", \($0)" } ?? ""
+                    progress.finished(k, name, detail: "\(Format.seconds(signature.duration)), \(peaks)\(source)")
+                    result = .success(loaded)
                 } catch {
                     failed.store(true, ordering: .relaxed)
                     result = .failure(error)
@@ -46,15 +51,15 @@ enum ReferenceInputs {
         }
         // Files are taken in input order, so any file never started comes after a failure: the
         // first failure in input order is thrown before a gap is reached.
-        var out: [Signature] = []
+        var out: [SignatureInput.Loaded] = []
         for case let result? in results.withLock({ $0 }) { out.append(try result.get()) }
         return out
     }
 
     /// Adds one reference per input to `catalog` (the catalog at `catalogPath`, for messages).
-    static func add(_ signatures: [Signature], items: [[MediaItem]], to catalog: inout CustomCatalog, catalogPath: String) throws(CLIFailure) {
+    static func add(_ signatures: [SignatureInput.Loaded], items: [[MediaItem]], to catalog: inout CustomCatalog, catalogPath: String) throws(CLIFailure) {
         for (signature, mediaItems) in zip(signatures, items) {
-            do { try catalog.addReferenceSignature(signature, representing: mediaItems) } catch {
+            do { try catalog.addReferenceSignature(signature.signature, representing: mediaItems) } catch {
                 throw .badInput(catalogPath, error)
             }
         }

@@ -6,7 +6,7 @@ import Foundation
 struct MatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "match",
-        abstract: "Match an audio file or signature against a catalog.",
+        abstract: "Match an audio or video file, or a signature, against a catalog.",
         discussion: """
             Prints each matched media item (best first) with the match offset (the reference \
             position at the query's start), the predicted current offset (at the query's end), \
@@ -28,7 +28,7 @@ struct MatchCommand: ParsableCommand {
     @Option(name: [.short, .long], help: ArgumentHelp("The catalog to match against.", valueName: "file.earcat"))
     var catalog: String
 
-    @Argument(help: ArgumentHelp("The query: an audio file or an .earsig signature.", valueName: "query"))
+    @Argument(help: ArgumentHelp("The query: an audio or video file, or an .earsig signature.", valueName: "query"))
     var query: String
 
     @Option(help: ArgumentHelp("Where in the query the matched window starts, in seconds.", valueName: "seconds"))
@@ -37,6 +37,7 @@ struct MatchCommand: ParsableCommand {
     @Flag(help: #"Print JSON: {"result": "match" | "noMatch", "items": [...]}."#)
     var json = false
 
+    @OptionGroup var audioTrack: AudioTrackOptions
     @OptionGroup var quietOption: QuietOption
 
     func validate() throws {
@@ -45,7 +46,9 @@ struct MatchCommand: ParsableCommand {
 
     func run() throws {
         let mapped = try CatalogFile.map(catalog)
-        let signature = try SignatureInput.load(query)
+        let loaded = try SignatureInput.load(query, track: audioTrack.choice)
+        let signature = loaded.signature
+        if let source = loaded.source, !quietOption.quiet, !json { Terminal.error("note: \(query): read \(source)") }
         let window = try Self.window(of: signature, start: start, limit: mapped.maximumQuerySignatureDuration,
                                      query: query, quiet: quietOption.quiet)
         let items: [MatchedMediaItem]
@@ -55,11 +58,13 @@ struct MatchCommand: ParsableCommand {
         case .error(let error): throw CLIFailure.badInput(query, error)
         }
         if json {
+            var queryJSON: [String: JSONValue] = ["file": .string(query), "start": .number(window.start),
+                                                  "duration": .number(window.signature.duration)]
+            if let source = loaded.source { queryJSON["audioTrack"] = .string(source) }
             print(Format.jsonText(.object([
                 "result": .string(items.isEmpty ? "noMatch" : "match"),
                 "catalog": .string(catalog),
-                "query": .object(["file": .string(query), "start": .number(window.start),
-                                  "duration": .number(window.signature.duration)]),
+                "query": .object(queryJSON),
                 "items": .array(items.map(Self.json)),
             ])))
         } else if items.isEmpty {
