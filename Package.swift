@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-numerics", from: "1.1.1"),
+        // The dashboard's web server: a small one (no SwiftNIO), which builds in seconds.
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // C libraries from Debian packages. Only their one Swift wrapper imports each.
@@ -109,6 +111,14 @@ let package = Package(
         // (the late-joiner recipe of docs/PROTOCOL.md) as a pure state machine.
         .target(name: "EarshotClient", dependencies: ["EarshotWire"]),
 
+        // The browser dashboard of `earshot remote dashboard`: boxes followed as ordinary clients,
+        // their state as JSON, the page and its WebSocket (FlyingFox). The CLI's only.
+        .target(
+            name: "EarshotDashboard",
+            dependencies: ["EarshotClient", "EarshotSync", "EarshotTransport", "EarshotWire",
+                           .product(name: "FlyingFox", package: "FlyingFox"), .product(name: "FlyingSocks", package: "FlyingFox")]
+        ),
+
         // The daemon's parts: configuration, catalog store, RPC services, events.
         .target(
             name: "EarshotService",
@@ -127,7 +137,7 @@ let package = Package(
         .executableTarget(
             name: "earshot",
             dependencies: [
-                "Avahi", "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotLive", "EarshotMedia", "EarshotStore", "EarshotSync",
+                "Avahi", "EarshotCore", "EarshotAudio", "EarshotAuthoring", "EarshotClient", "EarshotCrypto", "EarshotDashboard", "EarshotLive", "EarshotMedia", "EarshotStore", "EarshotSync",
                 "EarshotSystem", "EarshotWire", "EarshotTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -153,6 +163,7 @@ let package = Package(
         .testTarget(name: "EarshotLiveTests", dependencies: ["EarshotLive", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotTestSupport"]),
         .testTarget(name: "EarshotClientTests", dependencies: ["EarshotClient", "EarshotWire"]),
+        .testTarget(name: "EarshotDashboardTests", dependencies: ["EarshotDashboard", "EarshotClient", "EarshotWire"]),
         // Logging: the in-process daemon's logger keeps what it logs.
         .testTarget(name: "EarshotServiceTests", dependencies: ["Avahi", "EarshotService", "EarshotAudio", "EarshotCrypto", "EarshotStore", "EarshotSync", "EarshotSystem", "EarshotWire", "EarshotTransport", "EarshotTestSupport", "SQLite",
                                                                 .product(name: "Logging", package: "swift-log")]),

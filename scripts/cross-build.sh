@@ -75,6 +75,7 @@ sysroot_packages=(
   libfftw3-dev libsndfile1-dev libopus-dev libsoxr-dev libasound2-dev
   libzmq3-dev libsodium-dev libsqlite3-dev libavahi-client-dev
   libavformat-dev libavcodec-dev libswresample-dev
+  libcurl4-openssl-dev
   libprotobuf-c-dev
 )
 # Tools in the chroot beside swiftlang: git (SwiftPM fetches), rsync (the repository copy),

@@ -16,6 +16,7 @@ packages=(
   libsqlite3-dev    # the clients' libraries (SQLite, WAL)
   libavformat-dev libavcodec-dev libswresample-dev  # FFmpeg: video and broadcast files in the CLI's authoring path
   ffmpeg            # the ffmpeg tool makes the tests' video fixtures
+  chromium          # the dashboard's tests read its page in a real (headless) browser
   libavahi-client-dev  # DNS-SD: the daemon announces the box, `earshot remote discover` finds it
   protobuf-compiler # protoc: the tests check proto/ compiles and matches the generated code
   python3 python3-venv  # the Python client's tests: clients/python/run-tests.sh makes a venv

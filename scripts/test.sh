@@ -21,7 +21,7 @@ else
     # pool of one thread per core, so on a small machine hundreds of CPU-bound unit tests (DSP,
     # catalogs, the CLI) would hold it for a minute while the sessions, servers and daemon tests
     # wait there for their handlers and timers, and time out.
-    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotMediaTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests|EarshotSystemTests|EarshotCryptoTests|SQLiteTests|RepositoryRuleTests'
+    cpu='EarshotCoreTests|EarshotWireTests|EarshotAudioTests|EarshotMediaTests|EarshotCLITests|EarshotAuthoringTests|EarshotStoreTests|EarshotClientTests|EarshotDashboardTests|EarshotSystemTests|EarshotCryptoTests|SQLiteTests|RepositoryRuleTests'
     swift test --filter "$cpu"
     swift test --filter 'EarshotLiveTests'
     # The daemon run inside the test process (EarshotServiceTests' InProcessDaemonTests): its

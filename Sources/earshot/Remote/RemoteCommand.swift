@@ -39,6 +39,6 @@ struct RemoteCommand: ParsableCommand {
             """,
         subcommands: [RemotePrepareCommand.self, RemoteMatchCommand.self, RemoteStreamCommand.self,
                       RemoteStateCommand.self, RemoteWatchCommand.self, RemoteCatalogCommand.self, RemoteCuesCommand.self,
-                      RemoteLibraryCommand.self, RemoteDiscoverCommand.self]
+                      RemoteLibraryCommand.self, RemoteDiscoverCommand.self, RemoteDashboardCommand.self]
     )
 }

@@ -100,6 +100,17 @@ struct RemoteOptions: ParsableArguments {
         }
     }
 
+    /// The daemon's events endpoint: `given` (an --events option), else the one a box found by
+    /// name announced, else the --server port + 1.
+    func eventsEndpoint(given: String?) throws(CLIFailure) -> String {
+        if let given { return given }
+        if let announced = announcedEvents { return announced }
+        guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]) else {
+            throw CLIFailure("cannot derive the events endpoint from \(server); give --events", status: .usage)
+        }
+        return server[..<colon] + ":\(port + 1)"
+    }
+
     /// Maps an RPC failure to one line naming the server and the status. The client tells a
     /// refused key, a wrong server key and silence apart; without keys, the line says how to
     /// give them.

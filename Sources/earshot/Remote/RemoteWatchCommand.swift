@@ -26,18 +26,9 @@ struct RemoteWatchCommand: ParsableCommand {
     var events: String?
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds")) var duration: Double?
 
-    func eventsEndpoint() throws(CLIFailure) -> String {
-        if events == nil, let announced = remote.announcedEvents { return announced }
-        if let events { return events }
-        guard let colon = remote.server.lastIndex(of: ":"), let port = Int(remote.server[remote.server.index(after: colon)...]) else {
-            throw CLIFailure("cannot derive the events endpoint from \(remote.server); give --events", status: .usage)
-        }
-        return remote.server[..<colon] + ":\(port + 1)"
-    }
-
     func run() throws {
         let remote = self.remote
-        let endpoint = try eventsEndpoint()
+        let endpoint = try remote.eventsEndpoint(given: events)
         let board = Dashboard(inPlace: Terminal.stdoutIsTerminal)
         let stop = DispatchSemaphore(value: 0)
         let signals = StopSignals { _ in stop.signal() }

@@ -1,0 +1,121 @@
+import EarshotWire
+
+/// What the page receives for one box: plain values, encoded as JSON.
+public struct BoxReport: Codable, Sendable, Equatable {
+    /// How the dashboard stands with the box.
+    public enum Connection: String, Codable, Sendable {
+        /// No snapshot yet.
+        case connecting
+        /// Following its events.
+        case connected
+        /// It stopped answering (or the events stopped): snapshots are asked for again each second.
+        case reconnecting
+        /// It refused the client key, or its server key is not the one given.
+        case refused
+    }
+
+    public struct Programme: Codable, Sendable, Equatable {
+        public var title: String
+        public var itemID: String
+        public var catalog: String
+        public var catalogVersion: UInt64
+        public var referenceIndex: UInt32
+        /// The reference's position (seconds) at `positionAtMs`, moving at `rate` seconds per second.
+        public var position: Double
+        public var positionAtMs: Int64
+        public var rate: Double
+        /// The reference's length, when its cue schedule was read; nil otherwise.
+        public var duration: Double?
+        public var confidence: Double
+        public var cues: [Cue]
+    }
+
+    public struct Cue: Codable, Sendable, Equatable {
+        public var id: String
+        public var start: Double
+        public var end: Double?
+        /// upcoming, started, ended, skipped.
+        public var status: String
+        public var lateness: Double?
+        public var owed: Bool
+    }
+
+    public struct Capture: Codable, Sendable, Equatable {
+        public var source: String
+        public var xruns: UInt64
+        public var reopens: UInt64
+        public var gaps: UInt64
+        public var problem: String?
+    }
+
+    public struct Match: Codable, Sendable, Equatable {
+        public var title: String
+        public var catalog: String
+        public var offset: Double
+        public var confidence: Double
+    }
+
+    public var name: String
+    public var server: String
+    public var connection: Connection
+    /// Why the box is not followed (refused key, no answer), in words.
+    public var problem: String?
+    public var state: String?
+    public var notServing: String?
+    public var programme: Programme?
+    public var capture: Capture?
+    public var matches: [Match]
+    public var epoch: UInt64
+
+    /// The report of a box whose state is `view` (nil before the first snapshot), with the cue
+    /// schedule of its programme when known.
+    public init(name: String, server: String, connection: Connection, problem: String?, view: BoxView?, epoch: UInt64,
+                schedule: Earshot_V1_CueSchedule?) {
+        self.name = name
+        self.server = server
+        self.connection = connection
+        self.problem = problem
+        self.epoch = epoch
+        matches = view?.matches.reversed().map {
+            Match(title: $0.mediaItem.title.isEmpty ? $0.mediaItem.id : $0.mediaItem.title, catalog: $0.catalog,
+                  offset: $0.matchOffset, confidence: $0.confidence)
+        } ?? []
+        guard let view else { return }
+        let s = view.session.snapshot
+        state = switch s.state {
+        case .idle: "idle"
+        case .prerecording: "prerecording"
+        case .matching: "matching"
+        default: "unknown"
+        }
+        notServing = view.session.notServing
+        capture = Capture(source: s.capture.source, xruns: s.capture.xruns, reopens: s.capture.reopenAttempts, gaps: s.capture.gaps,
+                          problem: s.captureProblem.isEmpty ? nil : s.captureProblem)
+        guard s.hasCurrentMatch else { return }
+        let m = s.currentMatch
+        let sameProgramme = schedule.map { $0.programme.catalog == m.catalog && $0.programme.referenceIndex == m.referenceIndex } ?? false
+        let cues: [Cue] = (sameProgramme ? schedule?.cues ?? [] : []).map { cue in
+            let mark = view.cueMarks[cue.id]
+            let end: Double? = cue.hasEnd ? cue.end : (cue.hasDuration ? cue.start + cue.duration : nil)
+            return Cue(id: cue.id, start: cue.start, end: end, status: mark?.status.rawValue ?? "upcoming",
+                       lateness: mark?.lateness, owed: mark?.owed ?? false)
+        }
+        programme = Programme(
+            title: m.mediaItem.title.isEmpty ? m.mediaItem.id : m.mediaItem.title, itemID: m.mediaItem.id, catalog: m.catalog,
+            catalogVersion: m.catalogVersion, referenceIndex: m.referenceIndex, position: m.predictedCurrentMatchOffset,
+            positionAtMs: s.takenAtUnixMs, rate: 1 + m.timeSkew,
+            duration: sameProgramme ? schedule?.referenceDuration : nil, confidence: m.confidence, cues: cues)
+    }
+}
+
+/// Every box, as the page's one message.
+public struct DashboardReport: Codable, Sendable, Equatable {
+    public var boxes: [BoxReport]
+    /// When the report was made (ms since the epoch), so the page can move cursors from it.
+    public var madeAtMs: Int64
+
+    public init(boxes: [BoxReport], madeAtMs: Int64) {
+        self.boxes = boxes
+        self.madeAtMs = madeAtMs
+    }
+}

@@ -1,0 +1,102 @@
+import EarshotClient
+import EarshotWire
+
+/// One box as the dashboard shows it: the session (``SessionView``) kept current by its events,
+/// the state of each cue of the programme from `cue/` events, and the last matches.
+public struct BoxView: FollowedState, Equatable {
+    /// The topics that update it.
+    public static let topics = SessionView.topics + [Topics.cue]
+    /// Matches kept, newest last.
+    public static let matchesKept = 5
+
+    /// How a cue of the programme stands.
+    public struct CueMark: Sendable, Equatable {
+        public enum Status: String, Sendable {
+            case upcoming, started, ended, skipped
+        }
+        public var status: Status
+        /// Seconds after its due time the cue was fired (started events only).
+        public var lateness: Double?
+        /// Fired late because the programme was joined after its start.
+        public var owed = false
+    }
+
+    public var session: SessionView
+    /// Cue states by cue id, for the programme being followed; cleared when it changes.
+    public var cueMarks: [String: CueMark] = [:]
+    /// The last match results (outcome match), newest last.
+    public var matches: [Earshot_V1_MatchedMediaItem] = []
+
+    public init(snapshot: Earshot_V1_SessionSnapshot) {
+        session = SessionView(snapshot: snapshot)
+    }
+
+    public mutating func apply(_ event: Earshot_V1_EventEnvelope) {
+        let before = Programme(session.snapshot.cues.programme)
+        session.apply(event)
+        switch event.body {
+        case .match(let result) where result.outcome == .match:
+            if let top = result.items.first {
+                matches.append(top)
+                if matches.count > Self.matchesKept { matches.removeFirst() }
+            }
+        case .cue(let cue):
+            apply(cue)
+        default:
+            break
+        }
+        if Programme(session.snapshot.cues.programme) != before { cueMarks = [:] }
+    }
+
+    private mutating func apply(_ event: Earshot_V1_CueEvent) {
+        switch event.kind {
+        case .state:
+            session.snapshot.cues = event.state
+        case .started:
+            cueMarks[event.cue.id] = CueMark(status: .started, lateness: event.latenessSeconds, owed: event.owed)
+        case .ended:
+            cueMarks[event.cue.id, default: CueMark(status: .ended)].status = .ended
+        case .skipped:
+            cueMarks[event.cue.id] = CueMark(status: .skipped)
+        case .upcoming:
+            cueMarks[event.cue.id] = CueMark(status: .upcoming)
+        case .seek, .programmeLost:
+            cueMarks = [:]
+        default:
+            break
+        }
+    }
+
+    /// A programme's identity: catalog, version and reference.
+    struct Programme: Equatable {
+        let catalog: String, version: UInt64, reference: UInt32
+        init(_ p: Earshot_V1_CueProgramme) {
+            catalog = p.catalog
+            version = p.catalogVersion
+            reference = p.referenceIndex
+        }
+    }
+}
+
+/// Follows one box for the dashboard.
+public typealias BoxFollower = EventFollower<BoxView>
+
+extension EventFollower where State == BoxView {
+    public init(now: ContinuousClock.Instant = .now) {
+        self.init(topics: BoxView.topics, now: now)
+    }
+
+    /// Starts again from a `Session/GetSnapshot` reply, keeping the cue marks and matches of the
+    /// same daemon start.
+    public mutating func reset(with snapshot: Earshot_V1_SessionSnapshot, now: ContinuousClock.Instant = .now) {
+        var view = BoxView(snapshot: snapshot)
+        if let old = state, epoch == snapshot.epoch {
+            view.session.notServing = old.session.notServing
+            view.matches = old.matches
+            if BoxView.Programme(old.session.snapshot.cues.programme) == BoxView.Programme(snapshot.cues.programme) {
+                view.cueMarks = old.cueMarks
+            }
+        }
+        reset(to: view, epoch: snapshot.epoch, heads: snapshot.topicSeq, now: now)
+    }
+}

@@ -1,0 +1,98 @@
+import EarshotSync
+import FlyingFox
+import FlyingSocks
+import Foundation
+
+/// The dashboard's web server (FlyingFox): the page, the boxes' state as JSON, and a WebSocket
+/// that pushes it on every change. With a token, every request must carry it (`?token=`).
+public final class DashboardServer: Sendable {
+    private let server: HTTPServer
+    private let token: String?
+    private let report: @Sendable () -> DashboardReport
+    private let sockets = Locked<[Int: AsyncStream<WSMessage>.Continuation]>([:])
+    private let nextSocket = Locked(0)
+
+    /// A server on `host` (an IPv4 address) and `port` (0: the kernel picks one) that shows what
+    /// `report` returns.
+    public init(host: String, port: UInt16, token: String?, report: @escaping @Sendable () -> DashboardReport) throws {
+        server = HTTPServer(address: try .inet(ip4: host, port: port), logger: .disabled)
+        self.token = token
+        self.report = report
+    }
+
+    /// Serves until the task is cancelled.
+    public func run() async throws {
+        await server.appendRoute("GET /") { [self] request in
+            guard authorised(request) else { return Self.refusal }
+            return HTTPResponse(statusCode: .ok, headers: [.contentType: "text/html; charset=utf-8", .init("Cache-Control"): "no-store"],
+                                body: Data(DashboardPage.html.utf8))
+        }
+        await server.appendRoute("GET /state.json") { [self] request in
+            guard authorised(request) else { return Self.refusal }
+            return HTTPResponse(statusCode: .ok, headers: [.contentType: "application/json", .init("Cache-Control"): "no-store"],
+                                body: json())
+        }
+        await server.appendRoute("GET /socket") { [self] request in
+            guard authorised(request) else { return Self.refusal }
+            return try await WebSocketHTTPHandler(handler: MessageFrameWSHandler(handler: Pusher(server: self))).handleRequest(request)
+        }
+        try await server.run()
+    }
+
+    /// The port it listens on, once it does.
+    public func port() async throws -> UInt16 {
+        try await server.waitUntilListening()
+        guard case .ip4(_, let port)? = await server.listeningAddress else { throw DashboardError("the dashboard is not listening") }
+        return port
+    }
+
+    /// Sends the current report to every open page.
+    public func push() {
+        let text = String(decoding: json(), as: UTF8.self)
+        for continuation in sockets.withLock({ Array($0.values) }) { continuation.yield(.text(text)) }
+    }
+
+    /// Pages connected now.
+    public var connectedPages: Int { sockets.withLock { $0.count } }
+
+    private func json() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(report())) ?? Data("{}".utf8)
+    }
+
+    private func authorised(_ request: HTTPRequest) -> Bool {
+        guard let token else { return true }
+        return request.query.first(where: { $0.name == "token" })?.value == token
+    }
+
+    private static let refusal = HTTPResponse(statusCode: .forbidden, headers: [.contentType: "text/plain; charset=utf-8"],
+                                              body: Data("This dashboard needs its token: open the address with ?token=… as earshot printed it.\n".utf8))
+
+    /// One page's WebSocket: the current report at once, then one on every change.
+    private struct Pusher: WSMessageHandler {
+        let server: DashboardServer
+
+        func makeMessages(for client: AsyncStream<WSMessage>) async throws -> AsyncStream<WSMessage> {
+            let (messages, continuation) = AsyncStream<WSMessage>.makeStream(bufferingPolicy: .bufferingNewest(4))
+            let id = server.nextSocket.withLock { n -> Int in
+                n += 1
+                return n
+            }
+            server.sockets.withLock { $0[id] = continuation }
+            continuation.yield(.text(String(decoding: server.json(), as: UTF8.self)))
+            let sockets = server.sockets
+            Task {
+                for await _ in client {}
+                _ = sockets.withLock { $0.removeValue(forKey: id) }
+                continuation.finish()
+            }
+            return messages
+        }
+    }
+}
+
+public struct DashboardError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,116 @@
+import ArgumentParser
+import Dispatch
+import EarshotDashboard
+import Foundation
+
+/// `earshot remote dashboard`: a page in the browser, kept live from the box's events.
+struct RemoteDashboardCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dashboard",
+        abstract: "Serve a live dashboard page of a box: what it hears, where, its cues and health.",
+        discussion: """
+            Follows the box as an ordinary client (the same keys as every remote command) and \
+            serves a page on this computer; the box opens no new port. Open the address it \
+            prints in a browser: the page shows the box's connection, session state, the \
+            programme with a timeline whose cursor moves with the predicted position, the \
+            programme's cues coloured by state (upcoming, started, ended, skipped; owed cues \
+            outlined) with their lateness, capture health and the last matches. It updates as \
+            events arrive, through a daemon restart, a seek or a channel change, and says when \
+            the box is unreachable or refuses the key.
+
+            The page is served on 127.0.0.1 unless --listen gives another address: anyone who \
+            can reach that address can then read it, unless --token is set (the page's address \
+            then carries ?token=…).
+
+            Examples:
+              earshot remote dashboard --server "Living room" --key tv-app.key
+              earshot remote dashboard --server tcp://10.0.0.5:7400 --server-key box.public --key k.key \\
+                  --listen 0.0.0.0:8640 --token "$(openssl rand -hex 16)"
+            """)
+
+    @OptionGroup var remote: RemoteOptions
+    @Option(help: ArgumentHelp("The daemon's event endpoint (default: the events port a box found by name announces, else the --server port + 1).", valueName: "tcp://host:port"))
+    var events: String?
+    @Option(help: ArgumentHelp("Where the page is served: an IPv4 address and port (port 0: any free port).", valueName: "address:port"))
+    var listen = "127.0.0.1:8640"
+    @Option(help: ArgumentHelp("A secret the page's address must carry (?token=…); set it whenever --listen reaches beyond this computer.", valueName: "text"))
+    var token: String?
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds")) var duration: Double?
+
+    /// --listen as address and port.
+    private var listenAddress: (host: String, port: UInt16)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else { return nil }
+        let host = String(listen[..<colon])
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ UInt8($0) != nil }) else { return nil }
+        return (host, port)
+    }
+
+    func validate() throws {
+        guard listenAddress != nil else { throw ValidationError("--listen takes an IPv4 address and a port, as 127.0.0.1:8640 or 0.0.0.0:8640") }
+        if let token, token.isEmpty || token.contains(where: { !$0.isASCII || $0.isWhitespace || $0 == "&" || $0 == "#" }) {
+            throw ValidationError("--token takes printable ASCII without spaces, & or #")
+        }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+    }
+
+    func run() throws {
+        let (host, port) = listenAddress!
+        let security = try remote.security()
+        let endpoint = try remote.eventsEndpoint(given: events)
+        if !host.hasPrefix("127."), token == nil {
+            Terminal.error("warning: the dashboard on \(host) can be read by anyone who can reach this computer; set --token to require a secret")
+        }
+        let name = remote.server.hasPrefix("tcp://") ? String(remote.server.dropFirst(6)) : remote.server
+        let serverBox = BlockingBox<DashboardServer>()
+        let link = BoxLink(BoxLink.Target(name: name, rpc: remote.server, events: endpoint, security: security,
+                                          timeout: .milliseconds(Int(min(remote.timeout, 5) * 1000)))) {
+            serverBox.value.withLock { $0 }?.push()
+        }
+        let server: DashboardServer
+        do {
+            server = try DashboardServer(host: host, port: port, token: token) {
+                DashboardReport(boxes: [link.report()], madeAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+            }
+        } catch {
+            throw CLIFailure("--listen \(listen): \(error)", status: .usage)
+        }
+        serverBox.value.withLock { $0 = server }
+        let stop = DispatchSemaphore(value: 0)
+        let signals = StopSignals { _ in stop.signal() }
+        defer { signals.restore() }
+        if let duration { DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.signal() } }
+
+        let failure = BlockingBox<String>()
+        let serving = Task.detached {
+            do { try await server.run() } catch is CancellationError {} catch {
+                failure.value.withLock { $0 = "\(error)" }
+                stop.signal()
+            }
+        }
+        let listening = BlockingBox<UInt16>()
+        let ready = DispatchSemaphore(value: 0)
+        Task.detached {
+            if let port = try? await server.port() { listening.value.withLock { $0 = port } }
+            ready.signal()
+        }
+        if ready.wait(timeout: .now() + 10) == .timedOut || listening.value.withLock({ $0 }) == nil {
+            serving.cancel()
+            let reason = failure.value.withLock { $0 } ?? "it did not start listening"
+            throw CLIFailure("--listen \(listen): cannot serve the dashboard (\(reason))", status: .usage)
+        }
+        do { try link.start() } catch {
+            serving.cancel()
+            throw CLIFailure("\(endpoint): \(error)", status: .usage)
+        }
+        let shown = listening.value.withLock { $0 }!
+        StandardOutput.flushEachLine()
+        print("dashboard: http://\(host):\(shown)/" + (token.map { "?token=\($0)" } ?? ""))
+        stop.wait()
+        link.stop()
+        serving.cancel()
+        if let reason = failure.value.withLock({ $0 }) {
+            throw CLIFailure("--listen \(listen): the dashboard stopped serving (\(reason))", status: .remote)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import EarshotSync
+import EarshotTestSupport
+import EarshotTransport
+import EarshotWire
+import Foundation
+import Testing
+
+/// `earshot remote dashboard` against a real earshotd, its page read by a real browser
+/// (headless Chromium): the programme, the moving cursor, a cue turning to started, a refused key.
+@Suite("earshot remote dashboard in a browser", .serialized)
+struct DashboardBrowserTests {
+    /// A running `earshot remote dashboard` and the address it printed.
+    final class Dashboard {
+        let process = Process()
+        let url: String
+        private let output = Pipe()
+
+        init(_ arguments: [String]) throws {
+            let binary = ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["remote", "dashboard", "--listen", "127.0.0.1:0", "--duration", "120"] + arguments
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            // The first line is the address: "dashboard: http://127.0.0.1:PORT/".
+            var line = Data()
+            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) { line += byte }
+            let text = String(decoding: line, as: UTF8.self)
+            guard text.hasPrefix("dashboard: ") else { throw HarnessError("the dashboard printed \"\(text)\", not its address") }
+            url = String(text.dropFirst("dashboard: ".count))
+        }
+
+        deinit {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+    }
+
+    /// The page's DOM as headless Chromium has it after loading and running for `budget` ms.
+    static func dom(_ url: String, budget: Int = 1500) throws -> String {
+        let chromium = "/usr/bin/chromium"
+        try #require(FileManager.default.isExecutableFile(atPath: chromium), "chromium is required at \(chromium) (apt-get install chromium)")
+        let profile = try TemporaryDirectory("earshot-chromium")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: chromium)
+        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
+                       "--virtual-time-budget=\(budget)", "--dump-dom", url]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Keeps a screenshot of the page as a test artifact: .build/test-artifacts/dashboard-NAME.png.
+    static func screenshot(_ url: String, name: String) throws {
+        let folder = Repository.root.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let profile = try TemporaryDirectory("earshot-chromium")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/chromium")
+        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--user-data-dir=\(profile.path)",
+                       "--virtual-time-budget=1500", "--window-size=1100,560",
+                       "--screenshot=\(folder.appendingPathComponent("dashboard-\(name).png").path)", url]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+    }
+
+    /// The attribute `name` of the first element whose tag text contains `marker`.
+    static func attribute(_ name: String, ofElementWith marker: String, in dom: String) -> String? {
+        guard let at = dom.range(of: marker) else { return nil }
+        let start = dom[..<at.lowerBound].lastIndex(of: "<") ?? at.lowerBound
+        let tag = dom[start...].prefix { $0 != ">" }
+        guard let value = tag.range(of: name + "=\"") else { return nil }
+        return String(tag[value.upperBound...].prefix { $0 != "\"" })
+    }
+
+    private func keys(_ daemon: DaemonHarness, _ role: ClientRole) throws -> [String] {
+        let keyFile = daemon.directory.appendingPathComponent("\(role.rawValue).key").path
+        try CurveKeyFile.writeSecret(try #require(daemon.clientKeys[role]), to: keyFile, comment: "test \(role.rawValue)")
+        return ["--server", daemon.rpcEndpoint, "--events", daemon.eventsEndpoint,
+                "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
+    }
+
+    @Test func thePageFollowsTheProgrammeAndItsCues() async throws {
+        let daemon = try await DaemonHarness()
+        let operatorClient = try daemon.client(.operator)
+        defer { operatorClient.close() }
+        try await eventually("the box follows the programme", every: .milliseconds(100)) {
+            try await operatorClient.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()).currentMatch.mediaItem.id == "piece1"
+        }
+        // The programme plays piece 1 from 10 s to 50 s, looping: a cue every 8 s starts within 10 s.
+        var set = Earshot_V1_SetCuesRequest()
+        set.reference.mediaItemID = "piece1"
+        set.cues = [14.0, 22, 30, 38, 46].map { start in
+            var cue = Earshot_V1_Cue()
+            cue.id = "q\(Int(start))"
+            cue.cueClass = "com.example.quiz"
+            cue.start = start
+            cue.duration = 3
+            return cue
+        }
+        _ = try await operatorClient.call(Methods.Cues.setCues, set, timeout: .seconds(30))
+
+        let dashboard = try Dashboard(try keys(daemon, .viewer))
+        let first = try await eventually("the page shows the programme", within: .seconds(20), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("class=\"programme-title\"") && $0.contains("data-cue=\"q46\"") })
+        #expect(Self.attribute("data-connection", ofElementWith: "class=\"fleet-line\"", in: first) == "connected")
+        #expect(first.contains("show v"), "the catalog and its version")
+        let title = try #require(first.range(of: "class=\"programme-title\">")).upperBound
+        #expect(first[title...].hasPrefix("Piece 1") || first[title...].hasPrefix("piece1"), "\(first[title...].prefix(40))")
+
+        // The cursor moves with the programme between two looks a second apart.
+        let before = try #require(Double(Self.attribute("data-position", ofElementWith: "class=\"cursor\"", in: first) ?? ""))
+        try await Task.sleep(for: .seconds(1.5))
+        let later = try Self.dom(dashboard.url)
+        let after = try #require(Double(Self.attribute("data-position", ofElementWith: "class=\"cursor\"", in: later) ?? ""))
+        #expect(after > before || after < 15, "the cursor stood at \(before) s, then at \(after) s")
+
+        // A cue turns to started once the programme passes it.
+        let started = try await eventually("a cue turns to started", within: .seconds(20), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("data-status=\"started\"") })
+        #expect(started.contains("ms late"), "a started cue shows its lateness")
+        try Self.screenshot(dashboard.url, name: "following")
+    }
+
+    @Test func aRestartedBoxIsShownReconnectingThenFollowedAgain() async throws {
+        let daemon = try await DaemonHarness()
+        let dashboard = try Dashboard(try keys(daemon, .viewer))
+        let before = try await eventually("the page follows the box", within: .seconds(20), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("data-connection=\"connected\"") && $0.contains("class=\"programme-title\"") })
+        let firstStart = Self.text(after: "(daemon start ", in: before)
+
+        #expect(daemon.stop() == 0)
+        let gone = try await eventually("the page says the box is unreachable", within: .seconds(30), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("data-connection=\"reconnecting\"") })
+        #expect(gone.contains("unreachable, reconnecting"))
+        try Self.screenshot(dashboard.url, name: "reconnecting")
+
+        // The same box again, on the same ports and state: a new daemon start.
+        let again = try await DaemonHarness(reusing: daemon.directory, clientKeys: daemon.clientKeys,
+                                            settings: ["--rpc.listen=\(daemon.rpcEndpoint)", "--events.listen=\(daemon.eventsEndpoint)"])
+        defer { _ = again.stop() }
+        let back = try await eventually("the page follows the restarted box", within: .seconds(30), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("data-connection=\"connected\"") && $0.contains("class=\"programme-title\"") })
+        let secondStart = Self.text(after: "(daemon start ", in: back)
+        #expect(firstStart != nil && secondStart != nil && firstStart != secondStart, "daemon start \(firstStart ?? "?") then \(secondStart ?? "?")")
+    }
+
+    /// The text after `marker` up to the next ")" or "<".
+    static func text(after marker: String, in dom: String) -> String? {
+        guard let at = dom.range(of: marker) else { return nil }
+        return String(dom[at.upperBound...].prefix { $0 != ")" && $0 != "<" })
+    }
+
+    @Test func aRefusedKeyIsShownAsSuch() async throws {
+        let daemon = try await DaemonHarness()
+        let stranger = try CurveKeyPair.generate()
+        let keyFile = daemon.directory.appendingPathComponent("stranger.key").path
+        try CurveKeyFile.writeSecret(stranger, to: keyFile, comment: "not in the allow-list")
+        let dashboard = try Dashboard(["--server", daemon.rpcEndpoint, "--events", daemon.eventsEndpoint,
+                                       "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile])
+        let dom = try await eventually("the page shows the refusal", within: .seconds(20), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.contains("data-connection=\"refused\"") })
+        #expect(dom.contains("refused the key"))
+        #expect(dom.contains("data-problem"), "the refusal's reason is shown")
+        try Self.screenshot(dashboard.url, name: "refused")
+    }
+}
