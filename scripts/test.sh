@@ -32,9 +32,11 @@ else
     # The flood tests measure how fast the daemon still answers under a flood, and their floods
     # take both cores for minutes: each alone, not beside the daemon tests that start and kill -9
     # daemons in a loop with 10-second deadlines.
-    alone='DaemonHostileLANTests|DaemonLibraryFairnessTests'
+    # The dashboard's browser tests start Chromium again and again, which takes both cores too.
+    alone='DaemonHostileLANTests|DaemonLibraryFairnessTests|DashboardBrowserTests'
     swift test --filter 'DaemonHostileLANTests'
     swift test --filter 'DaemonLibraryFairnessTests'
+    swift test --filter 'DashboardBrowserTests'
     swift test --skip "$cpu|EarshotLiveTests|$inprocess|$alone"  # transport, earshotd processes and any other
 fi
 
