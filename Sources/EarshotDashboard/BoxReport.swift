@@ -66,6 +66,9 @@ public struct BoxReport: Codable, Sendable, Equatable {
     public var capture: Capture?
     public var matches: [Match]
     public var epoch: UInt64
+    /// When the daemon published the last event the report reflects (ms since the epoch): the
+    /// page measures from it how long an event takes to reach the screen.
+    public var lastEventAtMs: Int64?
 
     /// The report of a box whose state is `view` (nil before the first snapshot), with the cue
     /// schedule of its programme when known.
@@ -81,6 +84,7 @@ public struct BoxReport: Codable, Sendable, Equatable {
                   offset: $0.matchOffset, confidence: $0.confidence)
         } ?? []
         guard let view else { return }
+        lastEventAtMs = view.lastEventAtMs
         let s = view.session.snapshot
         state = switch s.state {
         case .idle: "idle"

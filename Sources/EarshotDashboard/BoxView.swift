@@ -26,6 +26,8 @@ public struct BoxView: FollowedState, Equatable {
     public var cueMarks: [String: CueMark] = [:]
     /// The last match results (outcome match), newest last.
     public var matches: [Earshot_V1_MatchedMediaItem] = []
+    /// When the daemon published the last event applied (ms since the epoch), nil before one.
+    public var lastEventAtMs: Int64?
 
     public init(snapshot: Earshot_V1_SessionSnapshot) {
         session = SessionView(snapshot: snapshot)
@@ -33,6 +35,7 @@ public struct BoxView: FollowedState, Equatable {
 
     public mutating func apply(_ event: Earshot_V1_EventEnvelope) {
         let before = Programme(session.snapshot.cues.programme)
+        if event.tsUnixMs > 0 { lastEventAtMs = event.tsUnixMs }
         session.apply(event)
         switch event.body {
         case .match(let result) where result.outcome == .match:

@@ -116,9 +116,18 @@ function tick() {
 }
 setInterval(tick, 100);
 
+// How long each event took from the daemon to the screen (ms), for the benchmark to read.
+window.earshotLatencies = [];
 function take(next) {
+  const seen = new Map(report.boxes.map(b => [b.name, b.lastEventAtMs]));
   report = next; receivedAt = Date.now(); render();
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+  const drawn = Date.now();
+  for (const b of report.boxes) {
+    if (b.lastEventAtMs != null && seen.has(b.name) && seen.get(b.name) !== b.lastEventAtMs && window.earshotLatencies.length < 100000) {
+      window.earshotLatencies.push(drawn - b.lastEventAtMs);
+    }
+  }
 }
 
 function connect() {

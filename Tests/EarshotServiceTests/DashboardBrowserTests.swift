@@ -163,6 +163,64 @@ struct DashboardBrowserTests {
         return String(dom[at.upperBound...].prefix { $0 != ")" && $0 != "<" })
     }
 
+    /// Two free loopback ports in a row (RPC, then events on the next), as a servers file implies.
+    static func freePortPair() throws -> Int {
+        for _ in 0..<50 {
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(probe) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
+            }
+            guard bound else { continue }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            let next = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(next) }
+            var second = address
+            second.sin_port = UInt16(port + 1).bigEndian
+            let free = withUnsafeMutablePointer(to: &second) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(next, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if free, port < 65_000 { return port }
+        }
+        throw HarnessError("no two free ports in a row")
+    }
+
+    @Test func aFleetFileShowsEveryBoxOnALineOfItsOwn() async throws {
+        var daemons: [DaemonHarness] = []
+        var lines: [String] = []
+        for _ in 0..<2 {
+            let port = try Self.freePortPair()
+            let daemon = try await DaemonHarness(settings: ["--rpc.listen=tcp://127.0.0.1:\(port)", "--events.listen=tcp://127.0.0.1:\(port + 1)"])
+            daemons.append(daemon)
+            lines.append("tcp://127.0.0.1:\(port) \(try #require(daemon.serverPublicKey))")
+        }
+        // Each box has keys of its own: the second allows the first's viewer key too, which the
+        // dashboard uses for both.
+        let keyFile = daemons[0].directory.appendingPathComponent("viewer.key").path
+        try CurveKeyFile.writeSecret(try #require(daemons[0].clientKeys[.viewer]), to: keyFile, comment: "test viewer")
+        let allow = try FileHandle(forWritingTo: daemons[1].allowListURL)
+        try allow.seekToEnd()
+        try allow.write(contentsOf: Data(DaemonHarness.allowList([(try #require(daemons[0].clientKeys[.viewer]), "dashboard", .viewer)]).utf8))
+        try allow.close()
+        let fleet = daemons[0].directory.appendingPathComponent("fleet.txt")
+        try Data(("# two boxes\n" + lines.joined(separator: "\n") + "\n").utf8).write(to: fleet)
+
+        let dashboard = try Dashboard(["--servers-file", fleet.path, "--key", keyFile])
+        let dom = try await eventually("the page shows both boxes following", within: .seconds(30), every: .milliseconds(500), {
+            try Self.dom(dashboard.url)
+        }, until: { $0.components(separatedBy: "data-connection=\"connected\"").count == 3 })
+        // (The page's script holds the markup's templates too: count rendered values only.)
+        #expect(dom.contains("data-index=\"0\"") && dom.contains("data-index=\"1\"") && !dom.contains("data-index=\"2\""))
+        #expect(dom.components(separatedBy: "class=\"fleet-programme\">Piece 1").count == 3, "each line names what its box plays")
+        #expect(!dom.contains("<section class=\"box\" data-box=\"127.0.0.1:"), "with several boxes, each opens on a click")
+        try Self.screenshot(dashboard.url, name: "fleet")
+        for daemon in daemons { _ = daemon.stop() }
+    }
+
     @Test func aRefusedKeyIsShownAsSuch() async throws {
         let daemon = try await DaemonHarness()
         let stranger = try CurveKeyPair.generate()

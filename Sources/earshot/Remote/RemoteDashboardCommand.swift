@@ -29,6 +29,10 @@ struct RemoteDashboardCommand: ParsableCommand {
             """)
 
     @OptionGroup var remote: RemoteOptions
+    @Option(name: .customLong("servers-file"), help: ArgumentHelp(
+        "Follow every box of this file instead of --server: one endpoint per line, optionally followed by its server public key (each box's events on its port + 1).",
+        valueName: "file"))
+    var serversFile: String?
     @Option(help: ArgumentHelp("The daemon's event endpoint (default: the events port a box found by name announces, else the --server port + 1).", valueName: "tcp://host:port"))
     var events: String?
     @Option(help: ArgumentHelp("Where the page is served: an IPv4 address and port (port 0: any free port).", valueName: "address:port"))
@@ -36,6 +40,11 @@ struct RemoteDashboardCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A secret the page's address must carry (?token=…); set it whenever --listen reaches beyond this computer.", valueName: "text"))
     var token: String?
     @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds")) var duration: Double?
+
+    /// How the page names a box: its endpoint without "tcp://".
+    static func shortName(_ endpoint: String) -> String {
+        endpoint.hasPrefix("tcp://") ? String(endpoint.dropFirst(6)) : endpoint
+    }
 
     /// --listen as address and port.
     private var listenAddress: (host: String, port: UInt16)? {
@@ -56,21 +65,30 @@ struct RemoteDashboardCommand: ParsableCommand {
 
     func run() throws {
         let (host, port) = listenAddress!
-        let security = try remote.security()
-        let endpoint = try remote.eventsEndpoint(given: events)
         if !host.hasPrefix("127."), token == nil {
             Terminal.error("warning: the dashboard on \(host) can be read by anyone who can reach this computer; set --token to require a secret")
         }
-        let name = remote.server.hasPrefix("tcp://") ? String(remote.server.dropFirst(6)) : remote.server
         let serverBox = BlockingBox<DashboardServer>()
-        let link = BoxLink(BoxLink.Target(name: name, rpc: remote.server, events: endpoint, security: security,
-                                          timeout: .milliseconds(Int(min(remote.timeout, 5) * 1000)))) {
-            serverBox.value.withLock { $0 }?.push()
+        let timeout = Duration.milliseconds(Int(min(remote.timeout, 5) * 1000))
+        let targets: [BoxLink.Target]
+        if let serversFile {
+            let boxes = try BoxEndpoint.fleet(servers: [], serversFile: serversFile, serverKey: remote.serverKey, clientKey: remote.clientKey,
+                                              keyKind: "a client key")
+            targets = try boxes.map { box throws(CLIFailure) in
+                guard let events = box.eventsEndpoint else {
+                    throw CLIFailure("\(box.endpoint): cannot derive its events endpoint (port + 1)", status: .usage)
+                }
+                return BoxLink.Target(name: Self.shortName(box.endpoint), rpc: box.endpoint, events: events, security: box.security, timeout: timeout)
+            }
+        } else {
+            targets = [BoxLink.Target(name: Self.shortName(remote.server), rpc: remote.server, events: try remote.eventsEndpoint(given: events),
+                                      security: try remote.security(), timeout: timeout)]
         }
+        let links = targets.map { target in BoxLink(target) { serverBox.value.withLock { $0 }?.push() } }
         let server: DashboardServer
         do {
             server = try DashboardServer(host: host, port: port, token: token) {
-                DashboardReport(boxes: [link.report()], madeAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+                DashboardReport(boxes: links.map { $0.report() }, madeAtMs: Int64(Date().timeIntervalSince1970 * 1000))
             }
         } catch {
             throw CLIFailure("--listen \(listen): \(error)", status: .usage)
@@ -99,15 +117,17 @@ struct RemoteDashboardCommand: ParsableCommand {
             let reason = failure.value.withLock { $0 } ?? "it did not start listening"
             throw CLIFailure("--listen \(listen): cannot serve the dashboard (\(reason))", status: .usage)
         }
-        do { try link.start() } catch {
-            serving.cancel()
-            throw CLIFailure("\(endpoint): \(error)", status: .usage)
+        for link in links {
+            do { try link.start() } catch {
+                serving.cancel()
+                throw CLIFailure("\(link.target.events): \(error)", status: .usage)
+            }
         }
         let shown = listening.value.withLock { $0 }!
         StandardOutput.flushEachLine()
         print("dashboard: http://\(host):\(shown)/" + (token.map { "?token=\($0)" } ?? ""))
         stop.wait()
-        link.stop()
+        for link in links { link.stop() }
         serving.cancel()
         if let reason = failure.value.withLock({ $0 }) {
             throw CLIFailure("--listen \(listen): the dashboard stopped serving (\(reason))", status: .remote)

@@ -105,10 +105,10 @@ struct RemoteOptions: ParsableArguments {
     func eventsEndpoint(given: String?) throws(CLIFailure) -> String {
         if let given { return given }
         if let announced = announcedEvents { return announced }
-        guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]) else {
+        guard let derived = BoxEndpoint(endpoint: server, security: nil).eventsEndpoint else {
             throw CLIFailure("cannot derive the events endpoint from \(server); give --events", status: .usage)
         }
-        return server[..<colon] + ":\(port + 1)"
+        return derived
     }
 
     /// Maps an RPC failure to one line naming the server and the status. The client tells a

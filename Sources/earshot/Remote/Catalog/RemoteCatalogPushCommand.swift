@@ -139,56 +139,12 @@ struct RemoteCatalogPushCommand: ParsableCommand {
     }
 
     /// The boxes, each with its CURVE keys (nil: plain TCP).
-    private func targets() throws(CLIFailure) -> [PushTarget] {
-        let environment = ProcessInfo.processInfo.environment
-        let sharedServerKey = serverKey ?? environment["EARSHOT_SERVER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        let clientKeyPath = clientKey ?? environment["EARSHOT_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        var entries: [(endpoint: String, serverKey: String?)] = servers.map { ($0, nil) }
-        if let serversFile {
-            // Read without ever blocking (a FIFO named here is refused, not waited on).
-            let text: String
-            do { text = String(decoding: try AtomicFile.read(serversFile), as: UTF8.self) } catch {
-                throw CLIFailure("cannot read the servers file: \(error.message)", status: .usage)
-            }
-            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-                guard let first = fields.first, !first.hasPrefix("#") else { continue }
-                guard first.hasPrefix("tcp://") || first.hasPrefix("ipc://"), fields.count <= 2 else {
-                    throw CLIFailure("\(serversFile):\(number + 1): expected an endpoint (tcp://host:port), then optionally its server key", status: .usage)
-                }
-                entries.append((String(first), fields.count == 2 ? String(fields[1]) : nil))
-            }
-        }
-        if entries.isEmpty { entries = [("tcp://127.0.0.1:7400", nil)] }
-        let keyPair: CurveKeyPair?
-        do throws(CurveKeyFile.Problem) { keyPair = try clientKeyPath.map(CurveKeyFile.readKeyPair) } catch {
-            throw CLIFailure(error.message, status: .usage)
-        }
-        var out: [PushTarget] = []
-        for e in entries {
-            guard let keyPair else {
-                if e.serverKey ?? sharedServerKey != nil {
-                    throw CLIFailure("a server key needs --key too: an admin client key made by `earshot keygen`", status: .usage)
-                }
-                out.append(PushTarget(endpoint: e.endpoint, security: nil))
-                continue
-            }
-            guard let key = e.serverKey ?? sharedServerKey else {
-                throw CLIFailure("\(e.endpoint): no server key (give --server-key, or one on its line of --servers-file)", status: .usage)
-            }
-            do throws(CurveKeyFile.Problem) {
-                out.append(PushTarget(endpoint: e.endpoint,
-                                      security: ClientSecurity(serverPublicKey: try CurveKeyFile.key(fromTextOrFile: key), keyPair: keyPair)))
-            } catch { throw CLIFailure(error.message, status: .usage) }
-        }
-        return out
+    private func targets() throws(CLIFailure) -> [BoxEndpoint] {
+        try BoxEndpoint.fleet(servers: servers, serversFile: serversFile, serverKey: serverKey, clientKey: clientKey,
+                              keyKind: "an admin client key")
     }
 }
 
-struct PushTarget: Sendable {
-    let endpoint: String
-    let security: ClientSecurity?
-}
 
 /// How one box's push ended.
 struct PushOutcome: Sendable {
@@ -258,7 +214,7 @@ final class CatalogUpload: Sendable {
     /// many times; each retry begins again, which resumes the upload where the box has it.
     static let attempts = 4
 
-    func push(to box: PushTarget, timeout: Duration, progress: @escaping @Sendable (Int, Int) -> Void) async -> PushOutcome {
+    func push(to box: BoxEndpoint, timeout: Duration, progress: @escaping @Sendable (Int, Int) -> Void) async -> PushOutcome {
         let started = ContinuousClock.now
         var sent = 0
         var lastError = ""
