@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The browser dashboard following a fleet: N earshotd (release, CURVE on, as shipped) on loopback,
-# each playing the demo's episode 2 with cues every 5 s, one `earshot remote dashboard
+# each playing the demo's episode 2 with a cue every 4 s, one `earshot remote dashboard
 # --servers-file` following them all, and headless Chromium showing its page. Measures how long an
 # event takes from the daemon to the page's DOM (the page records it for every report that
 # carries a newer event; read through the DevTools protocol) and the dashboard's memory.
@@ -35,11 +35,11 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
-# The programme: the demo's episodes, a cue every 5 s on episode 2 (reference 2), played looping.
+# The programme: the demo's episodes, a cue every 4 s on episode 2 (reference 2, 27 s), played looping.
 source "$repo/scripts/lib/demo-episodes.sh"
 demo_episodes >/dev/null
 "$bin/earshot" catalog create -o demo.earcat intro.wav episode1.wav episode2.wav --media-items items.csv -q >/dev/null
-{ echo "id,start,duration"; for s in $(seq 5 5 85); do echo "c$s,$s,2"; done; } > cues.csv
+{ echo "id,start,duration"; for s in $(seq 3 4 23); do echo "c$s,$s,2"; done; } > cues.csv
 "$bin/earshot" catalog cues import -c demo.earcat --reference 2 cues.csv >/dev/null
 "$bin/earshot" keygen -o client | tail -1 > allow.txt
 
@@ -96,7 +96,7 @@ def pct(p): return lat[min(len(lat) - 1, int(p / 100 * len(lat)))] if lat else f
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 print("## Dashboard: following a fleet\n")
 print(f"_Run {now}, `benchmarks/dashboard.sh --boxes {boxes} --seconds {seconds}` on {commit} (release builds)._\n")
-print(f"{boxes} earshotd on loopback (CURVE on), each playing the demo's episode 2 with a cue every 5 s; one `earshot remote dashboard --servers-file` following them all; headless Chromium showing the page. "
+print(f"{boxes} earshotd on loopback (CURVE on), each playing the demo's episode 2 with a cue every 4 s; one `earshot remote dashboard --servers-file` following them all; headless Chromium showing the page. "
       f"Latency is from the daemon's publishing of an event (its envelope's time) to the page's DOM holding the report that carries it, for every report the page drew; all on one machine and clock.\n")
 print("| measure | value | target |")
 print("|---|---|---|")

@@ -22,8 +22,13 @@ struct RemoteDashboardCommand: ParsableCommand {
             can reach that address can then read it, unless --token is set (the page's address \
             then carries ?token=…).
 
+            Several boxes: --servers-file lists them (one endpoint per line, optionally followed \
+            by its server public key, as `remote catalog push` takes them); the page lists every \
+            box on one line, which opens into its view on a click.
+
             Examples:
               earshot remote dashboard --server "Living room" --key tv-app.key
+              earshot remote dashboard --servers-file fleet.txt --key viewer.key
               earshot remote dashboard --server tcp://10.0.0.5:7400 --server-key box.public --key k.key \\
                   --listen 0.0.0.0:8640 --token "$(openssl rand -hex 16)"
             """)
