@@ -35,6 +35,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
+# The DevTools client, installed before anything is measured.
+python3 -m venv venv >/dev/null && venv/bin/pip install -q websocket-client >/dev/null
+
 # The programme: the demo's episodes, a cue every 4 s on episode 2 (reference 2, 27 s), played looping.
 source "$repo/scripts/lib/demo-episodes.sh"
 demo_episodes >/dev/null
@@ -71,7 +74,6 @@ chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$
     --remote-debugging-port=9333 "$url" >/dev/null 2>&1 &
 pids+=($!)
 
-python3 -m venv venv >/dev/null && venv/bin/pip install -q websocket-client >/dev/null
 sleep "$seconds"
 rss_kib=$(awk '/^VmRSS/ { print $2 }' "/proc/$dashboard_pid/status")
 hwm_kib=$(awk '/^VmHWM/ { print $2 }' "/proc/$dashboard_pid/status")

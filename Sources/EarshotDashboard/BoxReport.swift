@@ -71,7 +71,8 @@ public struct BoxReport: Codable, Sendable, Equatable {
     public var lastEventAtMs: Int64?
 
     /// The report of a box whose state is `view` (nil before the first snapshot), with the cue
-    /// schedule of its programme when known.
+    /// schedule of its programme when known: the last schedule event's, else `schedule` (read
+    /// over RPC). Numbers that are not finite (which JSON cannot carry) become 0 or nil.
     public init(name: String, server: String, connection: Connection, problem: String?, view: BoxView?, epoch: UInt64,
                 schedule: Earshot_V1_CueSchedule?) {
         self.name = name
@@ -81,10 +82,14 @@ public struct BoxReport: Codable, Sendable, Equatable {
         self.epoch = epoch
         matches = view?.matches.reversed().map {
             Match(title: $0.mediaItem.title.isEmpty ? $0.mediaItem.id : $0.mediaItem.title, catalog: $0.catalog,
-                  offset: $0.matchOffset, confidence: $0.confidence)
+                  offset: finite($0.matchOffset), confidence: finite($0.confidence))
         } ?? []
         guard let view else { return }
         lastEventAtMs = view.lastEventAtMs
+        let schedule = [view.schedule, schedule].compactMap { $0 }.first {
+            $0.programme.catalog == view.session.snapshot.currentMatch.catalog
+                && $0.programme.referenceIndex == view.session.snapshot.currentMatch.referenceIndex
+        }
         let s = view.session.snapshot
         state = switch s.state {
         case .idle: "idle"
@@ -101,16 +106,19 @@ public struct BoxReport: Codable, Sendable, Equatable {
         let cues: [Cue] = (sameProgramme ? schedule?.cues ?? [] : []).map { cue in
             let mark = view.cueMarks[cue.id]
             let end: Double? = cue.hasEnd ? cue.end : (cue.hasDuration ? cue.start + cue.duration : nil)
-            return Cue(id: cue.id, start: cue.start, end: end, status: mark?.status.rawValue ?? "upcoming",
-                       lateness: mark?.lateness, owed: mark?.owed ?? false)
+            return Cue(id: cue.id, start: finite(cue.start), end: end.map(finite), status: mark?.status.rawValue ?? "upcoming",
+                       lateness: mark?.lateness.map(finite), owed: mark?.owed ?? false)
         }
         programme = Programme(
             title: m.mediaItem.title.isEmpty ? m.mediaItem.id : m.mediaItem.title, itemID: m.mediaItem.id, catalog: m.catalog,
-            catalogVersion: m.catalogVersion, referenceIndex: m.referenceIndex, position: m.predictedCurrentMatchOffset,
-            positionAtMs: s.takenAtUnixMs, rate: 1 + m.timeSkew,
-            duration: sameProgramme ? schedule?.referenceDuration : nil, confidence: m.confidence, cues: cues)
+            catalogVersion: m.catalogVersion, referenceIndex: m.referenceIndex, position: finite(m.predictedCurrentMatchOffset),
+            positionAtMs: s.takenAtUnixMs, rate: m.timeSkew.isFinite ? 1 + m.timeSkew : 1,
+            duration: sameProgramme ? schedule.map { finite($0.referenceDuration) } : nil, confidence: finite(m.confidence), cues: cues)
     }
 }
+
+/// `value`, or 0 where it is NaN or infinite.
+private func finite(_ value: Double) -> Double { value.isFinite ? value : 0 }
 
 /// Every box, as the page's one message.
 public struct DashboardReport: Codable, Sendable, Equatable {

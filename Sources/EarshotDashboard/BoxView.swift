@@ -28,6 +28,9 @@ public struct BoxView: FollowedState, Equatable {
     public var matches: [Earshot_V1_MatchedMediaItem] = []
     /// When the daemon published the last event applied (ms since the epoch), nil before one.
     public var lastEventAtMs: Int64?
+    /// The programme's cue schedule as the last `cue/` schedule event gave it (cues set or
+    /// cleared while the box runs); nil until one comes.
+    public var schedule: Earshot_V1_CueSchedule?
 
     public init(snapshot: Earshot_V1_SessionSnapshot) {
         session = SessionView(snapshot: snapshot)
@@ -53,6 +56,9 @@ public struct BoxView: FollowedState, Equatable {
 
     private mutating func apply(_ event: Earshot_V1_CueEvent) {
         switch event.kind {
+        case .schedule:
+            schedule = event.schedule
+            cueMarks = [:]
         case .state:
             session.snapshot.cues = event.state
         case .started:
@@ -96,6 +102,7 @@ extension EventFollower where State == BoxView {
         if let old = state, epoch == snapshot.epoch {
             view.session.notServing = old.session.notServing
             view.matches = old.matches
+            view.schedule = old.schedule
             if BoxView.Programme(old.session.snapshot.cues.programme) == BoxView.Programme(snapshot.cues.programme) {
                 view.cueMarks = old.cueMarks
             }

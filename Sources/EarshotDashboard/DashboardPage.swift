@@ -46,7 +46,9 @@ let report = { boxes: [], madeAtMs: Date.now() }, receivedAt = Date.now(), open 
 
 function esc(text) { return String(text).replace(/[&<>"']/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c])); }
 function clock(s) { if (s == null) return "–"; s = Math.max(0, s); const m = Math.floor(s / 60), r = (s % 60).toFixed(1).padStart(4, "0"); return m + ":" + r; }
-function position(p) { return p.position + Math.max(0, (Date.now() - p.positionAtMs) / 1000) * p.rate; }
+// The position now: the box's at positionAtMs, moved on to when the dashboard made the report
+// (both on the dashboard's side of the network) and from there by this browser's own clock.
+function position(p) { return p.position + Math.max(0, (report.madeAtMs - p.positionAtMs + Date.now() - receivedAt) / 1000) * p.rate; }
 function connectionText(b) {
   return { connected: "connected", connecting: "connecting…", reconnecting: "unreachable, reconnecting…", refused: "refused the key" }[b.connection] || b.connection;
 }
@@ -119,6 +121,7 @@ setInterval(tick, 100);
 // How long each event took from the daemon to the screen (ms), for the benchmark to read.
 window.earshotLatencies = [];
 function take(next) {
+  if (!next || !Array.isArray(next.boxes)) return;
   const seen = new Map(report.boxes.map(b => [b.name, b.lastEventAtMs]));
   report = next; receivedAt = Date.now(); render();
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);

@@ -12,12 +12,25 @@ public final class DashboardServer: Sendable {
     private let sockets = Locked<[Int: AsyncStream<WSMessage>.Continuation]>([:])
     private let nextSocket = Locked(0)
 
+    /// Whether requests must name this computer (a loopback address or localhost) as their
+    /// Host: true on a loopback address, where another site's page must not reach it by a
+    /// name of its own that resolves here (DNS rebinding).
+    private let loopbackOnly: Bool
+
     /// A server on `host` (an IPv4 address) and `port` (0: the kernel picks one) that shows what
     /// `report` returns.
     public init(host: String, port: UInt16, token: String?, report: @escaping @Sendable () -> DashboardReport) throws {
         server = HTTPServer(address: try .inet(ip4: host, port: port), logger: .disabled)
         self.token = token
         self.report = report
+        loopbackOnly = host.hasPrefix("127.")
+    }
+
+    /// Characters a token may hold: those a URL carries unchanged.
+    public static func isValidToken(_ token: String) -> Bool {
+        !token.isEmpty && token.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x7E
+        }
     }
 
     /// Serves until the task is cancelled.
@@ -58,16 +71,32 @@ public final class DashboardServer: Sendable {
     private func json() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "0", negativeInfinity: "0", nan: "0")
         return (try? encoder.encode(report())) ?? Data("{}".utf8)
     }
 
+    /// The request names this computer (on loopback), comes from the dashboard's own page when
+    /// a browser says where from (Origin), and carries the token when there is one.
     private func authorised(_ request: HTTPRequest) -> Bool {
+        let host = request.headers[HTTPHeader("Host")] ?? ""
+        if loopbackOnly {
+            let name = host.split(separator: ":").first.map(String.init) ?? ""
+            guard name.hasPrefix("127.") || name == "localhost" else { return false }
+        }
+        if let origin = request.headers[HTTPHeader("Origin")], origin != "http://" + host { return false }
         guard let token else { return true }
-        return request.query.first(where: { $0.name == "token" })?.value == token
+        return Self.sameBytes(request.query.first(where: { $0.name == "token" })?.value ?? "", token)
+    }
+
+    /// Compares in a time that depends on the lengths only.
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     private static let refusal = HTTPResponse(statusCode: .forbidden, headers: [.contentType: "text/plain; charset=utf-8"],
-                                              body: Data("This dashboard needs its token: open the address with ?token=… as earshot printed it.\n".utf8))
+                                              body: Data("Refused: open the dashboard at the address earshot printed (with its ?token=… when it has one).\n".utf8))
 
     /// One page's WebSocket: the current report at once, then one on every change.
     private struct Pusher: WSMessageHandler {

@@ -80,6 +80,32 @@ struct BoxViewTests {
         #expect(follower.state?.cueMarks.isEmpty == true)
     }
 
+    @Test func cuesSetWhileTheBoxRunsReplaceTheScheduleAndItsMarks() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        _ = follower.apply(cueEvent(.started, "a", seq: 1, epoch: 7))
+        var event = cueEvent(.schedule, "", seq: 2, epoch: 7)
+        var newer = schedule()
+        newer.cues = [newer.cues[1]]
+        event.cue.schedule = newer
+        #expect(follower.apply(event) == .applied)
+        #expect(follower.state?.cueMarks.isEmpty == true)
+        // The schedule event's cues win over the one read before.
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                               schedule: schedule())
+        #expect(report.programme?.cues.map(\.id) == ["b"])
+    }
+
+    @Test func numbersJSONCannotCarryBecomeZero() throws {
+        var follower = BoxFollower()
+        var s = snapshot(epoch: 7)
+        s.currentMatch.confidence = .nan
+        s.currentMatch.timeSkew = .infinity
+        follower.reset(with: s)
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7, schedule: nil)
+        #expect(report.programme?.confidence == 0 && report.programme?.rate == 1)
+    }
+
     @Test func aScheduleOfAnotherProgrammeIsNotDrawnOnThisOne() throws {
         var follower = BoxFollower()
         follower.reset(with: snapshot(epoch: 7, reference: 2))

@@ -62,8 +62,8 @@ struct RemoteDashboardCommand: ParsableCommand {
 
     func validate() throws {
         guard listenAddress != nil else { throw ValidationError("--listen takes an IPv4 address and a port, as 127.0.0.1:8640 or 0.0.0.0:8640") }
-        if let token, token.isEmpty || token.contains(where: { !$0.isASCII || $0.isWhitespace || $0 == "&" || $0 == "#" }) {
-            throw ValidationError("--token takes printable ASCII without spaces, & or #")
+        if let token, !DashboardServer.isValidToken(token) {
+            throw ValidationError("--token takes letters, digits and - . _ ~ only (as `openssl rand -hex 16` makes)")
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
     }
