@@ -43,22 +43,10 @@ struct DashboardBrowserTests {
         }
     }
 
-    /// The page's DOM as headless Chromium has it after loading and running for `budget` ms.
+    /// The page's rendered DOM (`rendered`) as headless Chromium has it after loading and
+    /// running for `budget` ms.
     static func dom(_ url: String, budget: Int = 1500) throws -> String {
-        let chromium = "/usr/bin/chromium"
-        try #require(FileManager.default.isExecutableFile(atPath: chromium), "chromium is required at \(chromium) (apt-get install chromium)")
-        let profile = try TemporaryDirectory("earshot-chromium")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: chromium)
-        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
-                       "--virtual-time-budget=\(budget)", "--dump-dom", url]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Self.rendered(String(decoding: data, as: UTF8.self))
+        rendered(try rawDump(url, budget: budget))
     }
 
     /// The rendered part of a dumped page: its `<header>` and `<main>`, without the script, whose
@@ -250,12 +238,16 @@ struct DashboardBrowserTests {
         }
     }
 
-    /// The whole dumped document of `url` (for answers that are not the page).
-    static func rawDump(_ url: String) throws -> String {
+    /// The whole dumped document of `url` (for answers that are not the page), after `budget`
+    /// ms of the page's own time when given.
+    static func rawDump(_ url: String, budget: Int? = nil) throws -> String {
+        let chromium = "/usr/bin/chromium"
+        try #require(FileManager.default.isExecutableFile(atPath: chromium), "chromium is required at \(chromium) (apt-get install chromium)")
         let profile = try TemporaryDirectory("earshot-chromium")
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/chromium")
-        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)", "--dump-dom", url]
+        p.executableURL = URL(fileURLWithPath: chromium)
+        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)"]
+            + (budget.map { ["--virtual-time-budget=\($0)"] } ?? []) + ["--dump-dom", url]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
