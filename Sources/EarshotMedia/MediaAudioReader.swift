@@ -31,6 +31,7 @@ public final class MediaAudioReader {
     private var audioEnd: Double?
     private var scratch: [Float] = []
     private var decodedFrames = 0
+    private var formatChecked = false
     private var finished = false
     private var failure: EarshotError?
 
@@ -115,7 +116,9 @@ public final class MediaAudioReader {
         try decode(packet)
     }
 
-    /// Decodes a packet (nil: the end), counting a damaged one and skipping it.
+    /// Decodes a packet (nil: the end), counting a damaged one and skipping it. Refuses, before
+    /// it piles up, audio in a format no signature takes and timestamps that would fill more
+    /// silence than the track holds sound (a corrupt file could ask for years of it).
     private func decode(_ packet: MediaPacket?) throws(EarshotError) {
         do { _ = try decoder.decode(packet, appendingTo: &scratch) } catch {
             switch error {
@@ -124,7 +127,21 @@ public final class MediaAudioReader {
                 throw .invalidAudioFormat("\(path): \(track.description) cannot be converted to samples (FFmpeg: \(problem.description))")
             }
         }
+        if !formatChecked, let rate = decoder.outputRate, let channels = decoder.outputChannels {
+            do { try AudioFormat(sampleType: .float32, sampleRate: Double(rate), channelCount: channels).validate() } catch {
+                throw error.prefixed("\(path): \(track.description)")
+            }
+            formatChecked = true
+        }
+        let heard = Double(decodedFrames + scratch.count / max(1, decoder.outputChannels ?? 1)) / Double(decoder.outputRate ?? 1)
+        if decoder.silenceFilled > max(Self.silenceAllowance, heard - decoder.silenceFilled) {
+            throw .invalidAudioFormat("\(path): \(track.description) skips ahead in time more than it holds audio "
+                + "(\(Self.clock(decoder.silenceFilled)) of gaps); the file may be corrupt")
+        }
     }
+
+    /// Silence a track may need filled before it is held against the sound it holds.
+    static let silenceAllowance = 60.0
 
     /// At the end of the file: refuses a track that decoded to nothing, most of whose packets
     /// were damaged, or that stops well short of the length the file states (a file cut short,

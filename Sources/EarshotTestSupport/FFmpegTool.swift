@@ -15,17 +15,9 @@ public enum FFmpegTool {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw Failure(description: "ffmpeg is required at \(executable) to make the video fixtures (apt-get install ffmpeg)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let messages = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "ffmpeg \(arguments.joined(separator: " ")) failed: \(String(decoding: messages, as: UTF8.self))")
+        let run = try ExternalTool.run(executable, ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments)
+        guard run.status == 0 else {
+            throw Failure(description: "ffmpeg \(arguments.joined(separator: " ")) failed: \(run.errors)")
         }
     }
 

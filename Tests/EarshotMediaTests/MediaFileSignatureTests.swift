@@ -142,6 +142,22 @@ struct MediaFileSignatureTests {
         }
     }
 
+    @Test func timestampsThatSkipAheadMoreThanTheAudioHoldsAreRefused() throws {
+        // Nine slices of 0.3 s, each 8.7 s after the last on the timeline: 2.7 s of sound and
+        // 70 s of gaps, more than a capture's dropouts ever leave.
+        var bytes: [UInt8] = []
+        for k in 0..<9 {
+            let slice = fixtures.path("slice\(k).ts")
+            try FFmpegTool.run(["-ss", "\(k)", "-t", "0.3", "-i", fixtures.wav, "-c:a", "mp2", "-output_ts_offset", "\(Double(k) * 8.7)",
+                                "-f", "mpegts", slice])
+            bytes += try fixtures.folder.bytes("slice\(k).ts")
+        }
+        let path = try fixtures.folder.write("skipping.ts", bytes)
+        let error = try #require(throws: EarshotError.self) { try MediaFileSignature.signature(ofFile: path) }
+        #expect(error.message.hasPrefix("\(path): audio track 1 of 1 (mp2"))
+        #expect(error.message.contains("skips ahead in time more than it holds audio"), "\(error.message)")
+    }
+
     @Test func aNameWithAColonIsAFileNotAProtocol() throws {
         let path = fixtures.path("news-20:00.mkv")
         try? FileManager.default.removeItem(atPath: path)

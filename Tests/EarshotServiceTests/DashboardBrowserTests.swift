@@ -61,15 +61,9 @@ struct DashboardBrowserTests {
         let folder = Repository.root.appendingPathComponent(".build/test-artifacts")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let profile = try TemporaryDirectory("earshot-chromium")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/chromium")
-        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--user-data-dir=\(profile.path)",
-                       "--virtual-time-budget=1500", "--window-size=1100,560",
-                       "--screenshot=\(folder.appendingPathComponent("dashboard-\(name).png").path)", url]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
+        _ = try ExternalTool.run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+                                            "--user-data-dir=\(profile.path)", "--virtual-time-budget=1500", "--window-size=1100,560",
+                                            "--screenshot=\(folder.appendingPathComponent("dashboard-\(name).png").path)", url])
     }
 
     /// The attribute `name` of the first element whose tag text contains `marker`.
@@ -241,20 +235,35 @@ struct DashboardBrowserTests {
     /// The whole dumped document of `url` (for answers that are not the page), after `budget`
     /// ms of the page's own time when given.
     static func rawDump(_ url: String, budget: Int? = nil) throws -> String {
-        let chromium = "/usr/bin/chromium"
         try #require(FileManager.default.isExecutableFile(atPath: chromium), "chromium is required at \(chromium) (apt-get install chromium)")
         let profile = try TemporaryDirectory("earshot-chromium")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: chromium)
-        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)"]
+        let arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)"]
             + (budget.map { ["--virtual-time-budget=\($0)"] } ?? []) + ["--dump-dom", url]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: try ExternalTool.run(chromium, arguments).output, as: UTF8.self)
+    }
+
+    /// Headless Chromium from Debian, which the tests drive.
+    static let chromium = "/usr/bin/chromium"
+
+    @Test func anAddressInUseIsAOneLineError() throws {
+        let port = try Self.freePortPair()
+        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(taken) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(taken, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        try #require(bound && listen(taken, 1) == 0)
+        let binary = ((try DaemonHarness.executable()) as NSString).deletingLastPathComponent + "/earshot"
+        let run = try ExternalTool.run(binary, ["remote", "dashboard", "--listen", "127.0.0.1:\(port)", "--duration", "5"])
+        #expect(run.status == 2)
+        #expect(run.output.isEmpty, "it printed an address it does not serve")
+        let lines = run.errors.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("earshot: --listen 127.0.0.1:\(port): cannot serve the dashboard")
+                && lines[0].contains("Address already in use"), "\(run.errors)")
     }
 
     @Test func aRefusedKeyIsShownAsSuch() async throws {

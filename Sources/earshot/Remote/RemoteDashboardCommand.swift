@@ -1,6 +1,6 @@
 import ArgumentParser
-import Dispatch
 import EarshotDashboard
+import EarshotTransport
 import Foundation
 
 /// `earshot remote dashboard`: a page in the browser, kept live from the box's events.
@@ -99,43 +99,31 @@ struct RemoteDashboardCommand: ParsableCommand {
             throw CLIFailure("--listen \(listen): \(error)", status: .usage)
         }
         serverBox.value.withLock { $0 = server }
-        let stop = DispatchSemaphore(value: 0)
-        let signals = StopSignals { _ in stop.signal() }
-        defer { signals.restore() }
-        if let duration { DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.signal() } }
-
-        let failure = BlockingBox<String>()
-        let serving = Task.detached {
-            do { try await server.run() } catch is CancellationError {} catch {
-                failure.value.withLock { $0 = "\(error)" }
-                stop.signal()
+        let listen = self.listen, token = self.token
+        try runUntilInterrupted(duration: duration) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do { try await server.run() } catch is CancellationError {} catch {
+                        throw CLIFailure("--listen \(listen): cannot serve the dashboard (\(error))", status: .usage)
+                    }
+                }
+                defer { for link in links { link.stop() } }
+                let shown: UInt16
+                do { shown = try await server.port() } catch {
+                    // The server's own failure (the address in use) says why better than the wait.
+                    try await group.next()
+                    throw CLIFailure("--listen \(listen): cannot serve the dashboard (\(error))", status: .usage)
+                }
+                for link in links {
+                    do throws(TransportError) { try link.start() } catch {
+                        throw CLIFailure("\(link.target.events): \(error)", status: .usage)
+                    }
+                }
+                StandardOutput.flushEachLine()
+                print("dashboard: http://\(host):\(shown)/" + (token.map { "?token=\($0)" } ?? ""))
+                // Serves until interrupted; the server ends early only by failing.
+                try await group.next()
             }
-        }
-        let listening = BlockingBox<UInt16>()
-        let ready = DispatchSemaphore(value: 0)
-        Task.detached {
-            if let port = try? await server.port() { listening.value.withLock { $0 = port } }
-            ready.signal()
-        }
-        if ready.wait(timeout: .now() + 10) == .timedOut || listening.value.withLock({ $0 }) == nil {
-            serving.cancel()
-            let reason = failure.value.withLock { $0 } ?? "it did not start listening"
-            throw CLIFailure("--listen \(listen): cannot serve the dashboard (\(reason))", status: .usage)
-        }
-        for link in links {
-            do { try link.start() } catch {
-                serving.cancel()
-                throw CLIFailure("\(link.target.events): \(error)", status: .usage)
-            }
-        }
-        let shown = listening.value.withLock { $0 }!
-        StandardOutput.flushEachLine()
-        print("dashboard: http://\(host):\(shown)/" + (token.map { "?token=\($0)" } ?? ""))
-        stop.wait()
-        for link in links { link.stop() }
-        serving.cancel()
-        if let reason = failure.value.withLock({ $0 }) {
-            throw CLIFailure("--listen \(listen): the dashboard stopped serving (\(reason))", status: .remote)
         }
     }
 }
