@@ -5,7 +5,8 @@
 # the CLI in the other, and the script shows:
 #   discover     `earshot remote discover --json` lists the box with its announced server key,
 #                and the Python client's discover() (python-zeroconf) finds it alike
-#   by name      `earshot remote match --server NAME` matches the programme, with that key
+#   by name      `earshot remote match --server NAME` matches the programme, with that key, and
+#                `earshot remote dashboard` follows a fleet file that names the box
 #   rename       a second box of the same name is announced as "NAME #2"
 #   avahi gone   a box whose avahi-daemon stops says so, and is announced again when it is back
 #   stop         a stopped box is withdrawn from the LAN, and a box whose avahi-daemon hangs
@@ -167,6 +168,29 @@ pass "match --server \"living room\": $(head -1 match.log)"
 in_b "$bin/earshot" remote state --server "Kitchen" --key "$work/tv.key" > kitchen.log 2>&1 && fail "an unknown name was accepted"
 grep -q 'no box called "Kitchen"' kitchen.log || fail "an unknown name did not say why: $(cat kitchen.log)"
 pass "an unknown name: $(cat kitchen.log)"
+
+# a fleet file that names the box: the dashboard follows it under its name, through its announced key
+printf '# the fleet, by name\nLiving room\n' > fleet.txt
+nsenter -t "${holders[1]}" -m -n "$bin/earshot" remote dashboard --servers-file "$work/fleet.txt" --key "$work/tv.key" --listen 127.0.0.1:8641 --duration 15 > dashboard.log 2>&1 &
+dashboard=$!
+followed=false
+for _ in $(seq 50); do
+  if in_b python3 - > fleet-state.json 2>/dev/null <<'PY'
+import json, sys, urllib.request
+state = json.load(urllib.request.urlopen("http://127.0.0.1:8641/state.json", timeout=2))
+box = state["boxes"][0]
+json.dump(box, sys.stdout)
+sys.exit(0 if box["connection"] == "connected" and box.get("programme") else 1)
+PY
+  then followed=true; break; fi
+  sleep 0.3
+done
+kill "$dashboard" 2>/dev/null || true
+wait "$dashboard" 2>/dev/null || true
+$followed || fail "the dashboard did not follow the box named in its fleet file: $(cat dashboard.log fleet-state.json 2>/dev/null)"
+python3 -c 'import json,sys; b=json.load(open("fleet-state.json")); sys.exit(0 if b["name"] == "Living room" else 1)' ||
+  fail "the dashboard did not name the box as announced: $(cat fleet-state.json)"
+pass "dashboard --servers-file naming \"Living room\": $(python3 -c 'import json; b=json.load(open("fleet-state.json")); print(b["name"], b["connection"], b["programme"]["title"])')"
 
 # rename: box B takes the same name
 nsenter -t "${holders[1]}" -m -n "$bin/earshotd" --config "$work/b.toml" > "$work/daemon-b.log" 2>&1 &

@@ -2,9 +2,11 @@ import EarshotClient
 import EarshotSync
 import EarshotTransport
 import EarshotWire
+import Foundation
 
-/// One box followed for the dashboard: its events through an `EventSubscriber`, snapshots and
-/// cue schedules through an `RpcClient`, the late-joiner rules of a ``BoxFollower``.
+/// One box followed for the dashboard: its events through an `EventSubscriber`; snapshots, cue
+/// schedules and catalogs through an `RpcClient`; the late-joiner rules of a ``BoxFollower``.
+/// While the box is unreachable, the last view known stays shown as such.
 ///
 /// `start()` runs the loop in tasks until `stop()`; `report()` is safe from any thread.
 public final class BoxLink: Sendable {
@@ -31,9 +33,19 @@ public final class BoxLink: Sendable {
         var problem: String?
         var schedule: Earshot_V1_CueSchedule?
         var client: RpcClient?
-        /// A schedule request is on its way, or failed at this time (tried again after `scheduleRetry`).
+        /// A schedule request is on its way, or failed at this time (tried again after `readRetry`).
         var fetchingSchedule = false
         var scheduleFailedAt: ContinuousClock.Instant?
+        /// The catalogs as last listed, and at which daemon start and head of the `catalog/` topic.
+        var catalogs: [Earshot_V1_CatalogSummary]?
+        var catalogsListedAt: (epoch: UInt64, head: UInt64)?
+        var listingCatalogs = false
+        var catalogsFailedAt: ContinuousClock.Instant?
+        /// The daemon start that refused this key the list (an older daemon lists to admins only).
+        var catalogsRefusedIn: UInt64?
+        /// The view when the box stopped answering, and when an event last came (ms since the epoch).
+        var lastKnown: BoxView?
+        var lastHeardAtMs: Int64?
         var subscriber: EventSubscriber?
         var events: Task<Void, Never>?
         var stopped = false
@@ -44,8 +56,8 @@ public final class BoxLink: Sendable {
     private let ticker = Locked<Task<Void, Never>?>(nil)
     /// Called after every change the page should see.
     private let changed: @Sendable () -> Void
-    /// A failed schedule request is not repeated sooner than this.
-    static let scheduleRetry = Duration.seconds(5)
+    /// A failed schedule or catalog read is not repeated sooner than this.
+    static let readRetry = Duration.seconds(5)
 
     public init(_ target: Target, changed: @escaping @Sendable () -> Void) {
         self.target = target
@@ -59,6 +71,7 @@ public final class BoxLink: Sendable {
         let task = Task.detached { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(250))
+                listCatalogsIfChanged()
                 if link.withLock({ $0.follower.heartbeatOverdue() }), await resync() {
                     // The box answers but its events stopped coming: a new subscription, as a
                     // refused key or a lost connection leaves the old socket given up.
@@ -83,8 +96,10 @@ public final class BoxLink: Sendable {
     /// The box as the page shows it now.
     public func report() -> BoxReport {
         link.withLock { l in
-            BoxReport(name: target.name, server: target.rpc, connection: l.connection, problem: l.problem, view: l.follower.state,
-                      epoch: l.follower.epoch, schedule: l.schedule)
+            let view = l.follower.state ?? l.lastKnown
+            return BoxReport(name: target.name, server: target.rpc, connection: l.connection, problem: l.problem, view: view,
+                             epoch: l.follower.state == nil ? view?.session.snapshot.epoch ?? 0 : l.follower.epoch, schedule: l.schedule,
+                             catalogs: l.catalogs, lastHeardAtMs: l.follower.state == nil ? l.lastHeardAtMs : nil)
         }
     }
 
@@ -95,7 +110,11 @@ public final class BoxLink: Sendable {
         let task = Task.detached { [self] in
             await resync()
             for await event in subscriber.events {
-                let outcome = link.withLock { $0.follower.apply(event) }
+                let outcome = link.withLock { l in
+                    // Only while followed: a box shown as last heard stays as it was then.
+                    if l.follower.state != nil { l.lastHeardAtMs = Self.nowMs() }
+                    return l.follower.apply(event)
+                }
                 if outcome == .needsSnapshot {
                     await resync()
                 } else if outcome == .applied, !event.isHeartbeat {
@@ -123,6 +142,8 @@ public final class BoxLink: Sendable {
                 $0.follower.reset(with: snapshot)
                 $0.connection = .connected
                 $0.problem = nil
+                $0.lastKnown = nil
+                $0.lastHeardAtMs = Self.nowMs()
             }
             afterChange()
             return true
@@ -137,6 +158,7 @@ public final class BoxLink: Sendable {
                     l.connection = .reconnecting
                 }
                 l.problem = "\(error.code): \(error.message)"
+                if let state = l.follower.state { l.lastKnown = state }
                 l.follower.forget()
             }
             changed()
@@ -144,15 +166,16 @@ public final class BoxLink: Sendable {
         }
     }
 
-    /// Tells the page, and reads the cue schedule (off the events' way) when the programme
-    /// changed.
+    /// Tells the page, and reads (off the events' way) the cue schedule when the programme
+    /// changed and the catalogs when they did.
     private func afterChange() {
+        listCatalogsIfChanged()
         let wanted = link.withLock { l -> Earshot_V1_CueScheduleRequest? in
             guard let snapshot = l.follower.state?.session.snapshot, snapshot.hasCurrentMatch, !l.fetchingSchedule else { return nil }
             let match = snapshot.currentMatch
             if let s = l.schedule, s.programme.catalog == match.catalog, s.programme.referenceIndex == match.referenceIndex,
                s.programme.catalogVersion == match.catalogVersion { return nil }
-            if let failed = l.scheduleFailedAt, ContinuousClock.now - failed < Self.scheduleRetry { return nil }
+            if let failed = l.scheduleFailedAt, ContinuousClock.now - failed < Self.readRetry { return nil }
             l.fetchingSchedule = true
             var request = Earshot_V1_CueScheduleRequest()
             request.catalog = match.catalog
@@ -173,6 +196,46 @@ public final class BoxLink: Sendable {
             if schedule != nil { changed() }
         }
     }
+
+    /// Reads `Catalogs/List` once per daemon start and again whenever the `catalog/` topic's head
+    /// moved (events applied, or lost and covered by a snapshot), checked after every change and
+    /// every 250 ms. A failed read is tried again after `readRetry`; a box that refuses it (an
+    /// older daemon lists to admins only) is not asked again in that start.
+    private func listCatalogsIfChanged() {
+        let wanted = link.withLock { l -> (epoch: UInt64, head: UInt64)? in
+            guard l.follower.state != nil, !l.listingCatalogs else { return nil }
+            let now = (l.follower.epoch, l.follower.heads[Topics.catalog, default: 0])
+            if l.catalogsRefusedIn == now.0 { return nil }
+            if let listed = l.catalogsListedAt, listed.epoch == now.0, listed.head == now.1 { return nil }
+            if let failed = l.catalogsFailedAt, ContinuousClock.now - failed < Self.readRetry { return nil }
+            l.listingCatalogs = true
+            return now
+        }
+        guard let wanted else { return }
+        guard let client = client() else {
+            link.withLock { $0.listingCatalogs = false }
+            return
+        }
+        Task.detached { [self] in
+            do throws(RpcError) {
+                let listed = try await client.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()).catalogs
+                link.withLock { l in
+                    l.listingCatalogs = false
+                    l.catalogsListedAt = wanted
+                    l.catalogsFailedAt = nil
+                    l.catalogs = listed
+                }
+                changed()
+            } catch {
+                link.withLock { l in
+                    l.listingCatalogs = false
+                    if error.code == .permissionDenied { l.catalogsRefusedIn = wanted.epoch } else { l.catalogsFailedAt = .now }
+                }
+            }
+        }
+    }
+
+    private static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     private func client() -> RpcClient? {
         link.withLock { l in

@@ -20,10 +20,12 @@ public struct BoxReport: Codable, Sendable, Equatable {
         public var catalog: String
         public var catalogVersion: UInt64
         public var referenceIndex: UInt32
-        /// The reference's position (seconds) at `positionAtMs`, moving at `rate` seconds per second.
+        /// The reference's position (seconds) at `positionAtMs`, moving at `rate` seconds per second
+        /// unless `moving` is false (a box not heard now: where it was when last heard).
         public var position: Double
         public var positionAtMs: Int64
         public var rate: Double
+        public var moving: Bool
         /// The reference's length, when its cue schedule was read; nil otherwise.
         public var duration: Double?
         public var confidence: Double
@@ -48,6 +50,36 @@ public struct BoxReport: Codable, Sendable, Equatable {
         public var problem: String?
     }
 
+    /// A catalog the box holds, as `Catalogs/List` gave it.
+    public struct Catalog: Codable, Sendable, Equatable {
+        public var name: String
+        public var version: UInt64
+        /// active, disabled, loading or failed.
+        public var state: String
+        public var references: UInt32
+        public var hours: Double
+        /// Who signed it, when it is signed.
+        public var signer: String?
+        /// Why it failed, or advice on a catalog that serves (an earlier format).
+        public var problem: String?
+
+        public init(_ summary: Earshot_V1_CatalogSummary) {
+            name = summary.name
+            version = summary.version
+            state = switch summary.state {
+            case .active, .loaded: "active"  // LOADED: what older daemons call ACTIVE
+            case .disabled: "disabled"
+            case .loading: "loading"
+            case .failed: "failed"
+            default: "unknown"
+            }
+            references = summary.referenceCount
+            hours = finite(summary.totalDurationSeconds) / 3600
+            signer = summary.signerName.isEmpty ? nil : summary.signerName
+            problem = [summary.failure, summary.notice].first { !$0.isEmpty }
+        }
+    }
+
     public struct Match: Codable, Sendable, Equatable {
         public var title: String
         public var catalog: String
@@ -65,6 +97,12 @@ public struct BoxReport: Codable, Sendable, Equatable {
     public var programme: Programme?
     public var capture: Capture?
     public var matches: [Match]
+    /// The box's catalogs by name; nil until listed (or when the box does not let this key list them).
+    public var catalogs: [Catalog]?
+    /// The view is the last one known, from `lastHeardAtMs`: the box is not followed now. The
+    /// programme's cursor stands where it was then.
+    public var stale: Bool
+    public var lastHeardAtMs: Int64?
     public var epoch: UInt64
     /// When the daemon published the last event the report reflects (ms since the epoch): the
     /// page measures from it how long an event takes to reach the screen.
@@ -72,14 +110,18 @@ public struct BoxReport: Codable, Sendable, Equatable {
 
     /// The report of a box whose state is `view` (nil before the first snapshot), with the cue
     /// schedule of its programme when known: the last schedule event's, else `schedule` (read
-    /// over RPC). Numbers that are not finite (which JSON cannot carry) become 0 or nil.
+    /// over RPC). `lastHeardAtMs` given: `view` is the last known, as at that moment. Numbers that
+    /// are not finite (which JSON cannot carry) become 0 or nil.
     public init(name: String, server: String, connection: Connection, problem: String?, view: BoxView?, epoch: UInt64,
-                schedule: Earshot_V1_CueSchedule?) {
+                schedule: Earshot_V1_CueSchedule?, catalogs: [Earshot_V1_CatalogSummary]? = nil, lastHeardAtMs: Int64? = nil) {
         self.name = name
         self.server = server
         self.connection = connection
         self.problem = problem
         self.epoch = epoch
+        self.catalogs = catalogs.map { $0.map(Catalog.init).sorted { $0.name < $1.name } }
+        stale = lastHeardAtMs != nil && view != nil
+        self.lastHeardAtMs = view == nil ? nil : lastHeardAtMs
         matches = view?.matches.reversed().map {
             Match(title: $0.mediaItem.title.isEmpty ? $0.mediaItem.id : $0.mediaItem.title, catalog: $0.catalog,
                   offset: finite($0.matchOffset), confidence: finite($0.confidence))
@@ -103,16 +145,35 @@ public struct BoxReport: Codable, Sendable, Equatable {
         guard s.hasCurrentMatch else { return }
         let m = s.currentMatch
         let sameProgramme = schedule.map { $0.programme.catalog == m.catalog && $0.programme.referenceIndex == m.referenceIndex } ?? false
-        let cues: [Cue] = (sameProgramme ? schedule?.cues ?? [] : []).map { cue in
+        let scheduled = (sameProgramme ? schedule?.cues ?? [] : []).sorted { $0.start < $1.start }
+        var cues: [Cue] = scheduled.map { cue in
             let mark = view.cueMarks[cue.id]
             let end: Double? = cue.hasEnd ? cue.end : (cue.hasDuration ? cue.start + cue.duration : nil)
             return Cue(id: cue.id, start: finite(cue.start), end: end.map(finite), status: mark?.status.rawValue ?? "upcoming",
                        lateness: mark?.lateness.map(finite), owed: mark?.owed ?? false)
         }
+        // An event standing for several cues crossed in one step names the last of them (or the
+        // owed one): the cues it stood for, the last crossed and those just before it in the
+        // schedule, take its status unless an event of their own said more than "upcoming".
+        for crossed in view.crossedTogether {
+            let named = scheduled.firstIndex { $0.id == crossed.cue }
+            let last = crossed.owed ? scheduled.lastIndex { $0.start <= crossed.position } ?? named : named
+            guard let last else { continue }
+            for j in max(0, last - crossed.count + 1)...last where (view.cueMarks[scheduled[j].id]?.status ?? .upcoming) == .upcoming {
+                cues[j].status = crossed.status.rawValue
+            }
+        }
+        var position = finite(m.predictedCurrentMatchOffset), positionAtMs = s.takenAtUnixMs
+        let rate = m.timeSkew.isFinite ? 1 + m.timeSkew : 1
+        if stale, let heard = self.lastHeardAtMs {
+            // Where it was when last heard, standing still.
+            position += Double(max(0, heard - positionAtMs)) / 1000 * rate
+            positionAtMs = heard
+        }
         programme = Programme(
             title: m.mediaItem.title.isEmpty ? m.mediaItem.id : m.mediaItem.title, itemID: m.mediaItem.id, catalog: m.catalog,
-            catalogVersion: m.catalogVersion, referenceIndex: m.referenceIndex, position: finite(m.predictedCurrentMatchOffset),
-            positionAtMs: s.takenAtUnixMs, rate: m.timeSkew.isFinite ? 1 + m.timeSkew : 1,
+            catalogVersion: m.catalogVersion, referenceIndex: m.referenceIndex, position: position,
+            positionAtMs: positionAtMs, rate: rate, moving: !stale,
             duration: sameProgramme ? schedule.map { finite($0.referenceDuration) } : nil, confidence: finite(m.confidence), cues: cues)
     }
 }

@@ -2,10 +2,12 @@ import EarshotClient
 import EarshotWire
 
 /// One box as the dashboard shows it: the session (``SessionView``) kept current by its events,
-/// the state of each cue of the programme from `cue/` events, and the last matches.
+/// the state of each cue of the programme from `cue/` events, and the last matches. It follows
+/// `catalog/` too, so that the follower's head of that topic says when the catalogs (read from
+/// `Catalogs/List`) changed.
 public struct BoxView: FollowedState, Equatable {
     /// The topics that update it.
-    public static let topics = SessionView.topics + [Topics.cue]
+    public static let topics = SessionView.topics + [Topics.cue, Topics.catalog]
     /// Matches kept, newest last.
     public static let matchesKept = 5
 
@@ -21,9 +23,23 @@ public struct BoxView: FollowedState, Equatable {
         public var owed = false
     }
 
+    /// One event that stood for several cues crossed in one step (`coalesced` > 1): the
+    /// report gives the cues it stood for its status.
+    public struct CrossedTogether: Sendable, Equatable {
+        public var status: CueMark.Status
+        public var count: Int
+        /// The cue it names: the last crossed, or the owed one (then not necessarily the last).
+        public var cue: String
+        public var owed: Bool
+        /// The programme's position when it happened: the last cue crossed starts at or before it.
+        public var position: Double
+    }
+
     public var session: SessionView
     /// Cue states by cue id, for the programme being followed; cleared when it changes.
     public var cueMarks: [String: CueMark] = [:]
+    /// Events that stood for several cues, in the order they came; cleared with the marks.
+    public var crossedTogether: [CrossedTogether] = []
     /// The last match results (outcome match), newest last.
     public var matches: [Earshot_V1_MatchedMediaItem] = []
     /// When the daemon published the last event applied (ms since the epoch), nil before one.
@@ -31,9 +47,12 @@ public struct BoxView: FollowedState, Equatable {
     /// The programme's cue schedule as the last `cue/` schedule event gave it (cues set or
     /// cleared while the box runs); nil until one comes.
     public var schedule: Earshot_V1_CueSchedule?
+    /// The reference last matched, kept through a match lost for a moment.
+    var lastHeard: Heard?
 
     public init(snapshot: Earshot_V1_SessionSnapshot) {
         session = SessionView(snapshot: snapshot)
+        lastHeard = Heard(snapshot)
     }
 
     public mutating func apply(_ event: Earshot_V1_EventEnvelope) {
@@ -51,14 +70,25 @@ public struct BoxView: FollowedState, Equatable {
         default:
             break
         }
-        if Programme(session.snapshot.cues.programme) != before { cueMarks = [:] }
+        // Another programme (the cue monitor's, or a match of another reference: a channel
+        // change, even with no match between the two) makes the marks another programme's.
+        if Programme(session.snapshot.cues.programme) != before { clearMarks() }
+        if let now = Heard(session.snapshot) {
+            if let last = lastHeard, last != now { clearMarks() }
+            lastHeard = now
+        }
+    }
+
+    private mutating func clearMarks() {
+        cueMarks = [:]
+        crossedTogether = []
     }
 
     private mutating func apply(_ event: Earshot_V1_CueEvent) {
         switch event.kind {
         case .schedule:
             schedule = event.schedule
-            cueMarks = [:]
+            clearMarks()
         case .state:
             session.snapshot.cues = event.state
         case .started:
@@ -66,13 +96,29 @@ public struct BoxView: FollowedState, Equatable {
         case .ended:
             cueMarks[event.cue.id, default: CueMark(status: .ended)].status = .ended
         case .skipped:
-            cueMarks[event.cue.id] = CueMark(status: .skipped)
+            cueMarks[event.cue.id] = CueMark(status: .skipped, owed: event.owed)
         case .upcoming:
             cueMarks[event.cue.id] = CueMark(status: .upcoming)
         case .seek, .programmeLost:
-            cueMarks = [:]
+            clearMarks()
         default:
             break
+        }
+        if event.coalesced > 1, let status = cueMarks[event.cue.id]?.status {
+            crossedTogether.append(CrossedTogether(status: status, count: Int(event.coalesced), cue: event.cue.id, owed: event.owed,
+                                                   position: event.position))
+            // Bounded whatever a programme does: the oldest say least.
+            if crossedTogether.count > 64 { crossedTogether.removeFirst() }
+        }
+    }
+
+    /// The reference the box's current match is of, nil without one.
+    struct Heard: Equatable {
+        let catalog: String, reference: UInt32
+        init?(_ s: Earshot_V1_SessionSnapshot) {
+            guard s.hasCurrentMatch else { return nil }
+            catalog = s.currentMatch.catalog
+            reference = s.currentMatch.referenceIndex
         }
     }
 
@@ -103,8 +149,10 @@ extension EventFollower where State == BoxView {
             view.session.notServing = old.session.notServing
             view.matches = old.matches
             view.schedule = old.schedule
+            view.lastHeard = view.lastHeard ?? old.lastHeard
             if BoxView.Programme(old.session.snapshot.cues.programme) == BoxView.Programme(snapshot.cues.programme) {
                 view.cueMarks = old.cueMarks
+                view.crossedTogether = old.crossedTogether
             }
         }
         reset(to: view, epoch: snapshot.epoch, heads: snapshot.topicSeq, now: now)

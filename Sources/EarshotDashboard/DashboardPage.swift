@@ -1,6 +1,9 @@
 /// The dashboard's page: plain HTML, CSS and JavaScript served from the binary; it loads nothing
 /// else. It takes `/state.json` once, then every report the WebSocket `/socket` pushes, and
-/// moves each programme's cursor between reports at the box's measured rate.
+/// moves each programme's cursor between reports at the box's measured rate. For tests and
+/// benchmarks it keeps `window.earshotLatencies` (event to screen, ms) and
+/// `window.earshotCueChanges` (each cue status drawn: the one before, none when first drawn, and
+/// the time it was drawn).
 enum DashboardPage {
     static let html = #"""
 <!doctype html>
@@ -33,6 +36,8 @@ enum DashboardPage {
   .cue.owed { outline: 2px solid var(--bad); }
   table { border-collapse: collapse; margin-top: 6px; } td, th { padding: 2px 10px 2px 0; text-align: left; }
   .legend span { margin-right: 12px; }
+  .box.stale .programme-title, .box.stale .timeline, .box.stale .cues { opacity: .5; }
+  .stale-note { color: var(--warn); }
 </style>
 </head>
 <body>
@@ -48,7 +53,9 @@ function esc(text) { return String(text).replace(/[&<>"']/g, c => ({"&":"&amp;",
 function clock(s) { if (s == null) return "–"; s = Math.max(0, s); const m = Math.floor(s / 60), r = (s % 60).toFixed(1).padStart(4, "0"); return m + ":" + r; }
 // The position now: the box's at positionAtMs, moved on to when the dashboard made the report
 // (both on the dashboard's side of the network) and from there by this browser's own clock.
-function position(p) { return p.position + Math.max(0, (report.madeAtMs - p.positionAtMs + Date.now() - receivedAt) / 1000) * p.rate; }
+function position(p) { return !p.moving ? p.position : p.position + Math.max(0, (report.madeAtMs - p.positionAtMs + Date.now() - receivedAt) / 1000) * p.rate; }
+function hours(h) { return h >= 1 ? h.toFixed(1) + " h" : (h * 60).toFixed(1) + " min"; }
+function timeOfDay(ms) { return ms == null ? "–" : new Date(ms).toLocaleTimeString(); }
 function connectionText(b) {
   return { connected: "connected", connecting: "connecting…", reconnecting: "unreachable, reconnecting…", refused: "refused the key" }[b.connection] || b.connection;
 }
@@ -60,7 +67,7 @@ function render() {
     const line = `<div class="fleet-line" data-index="${i}" data-box="${esc(b.name)}" data-connection="${b.connection}">
       <div class="dot ${b.connection}"></div><strong>${esc(b.name)}</strong>
       <span class="connection">${esc(connectionText(b))}</span>
-      <span class="fleet-programme">${p ? esc(p.title) : (b.state ? esc(b.state) : "")}</span>
+      <span class="fleet-programme">${p ? esc(p.title) + (b.stale ? " (last heard)" : "") : (b.state ? esc(b.state) : "")}</span>
       <span class="muted">${esc(b.server)}</span></div>`;
     if (!open.has(b.name) && report.boxes.length > 1) return line;
     return line + boxView(b);
@@ -73,8 +80,9 @@ function render() {
 
 function boxView(b) {
   const p = b.programme, c = b.capture;
-  let html = `<section class="box" data-box="${esc(b.name)}">`;
+  let html = `<section class="box${b.stale ? " stale" : ""}" data-box="${esc(b.name)}">`;
   if (b.problem) html += `<div class="problem" data-problem>${esc(b.problem)}</div>`;
+  if (b.stale) html += `<div class="stale-note" data-stale>last heard at ${esc(timeOfDay(b.lastHeardAtMs))}: what it played then</div>`;
   if (b.notServing) html += `<div class="problem">not serving: ${esc(b.notServing)}</div>`;
   if (b.state) html += `<div>session: <span class="state">${esc(b.state)}</span> <span class="muted">(daemon start ${esc(b.epoch)})</span></div>`;
   if (p) {
@@ -100,6 +108,10 @@ function boxView(b) {
   }
   if (c) html += `<div class="capture">capture: ${esc(c.source)} · ${esc(c.xruns)} xruns · ${esc(c.reopens)} reopens · ${esc(c.gaps)} gaps
       ${c.problem ? `<span class="problem">${esc(c.problem)}</span>` : ""}</div>`;
+  if (b.catalogs) html += `<table class="catalogs"><tr><th>catalog</th><th>version</th><th>state</th><th>references</th><th>length</th><th>signed by</th></tr>` +
+    b.catalogs.map(k => `<tr data-catalog="${esc(k.name)}" data-version="${esc(k.version)}" data-state="${esc(k.state)}"><td>${esc(k.name)}</td><td>v${esc(k.version)}</td>
+      <td>${esc(k.state)}${k.problem ? ` <span class="${k.state === "failed" ? "problem" : "muted"}">${esc(k.problem)}</span>` : ""}</td>
+      <td>${esc(k.references)}</td><td>${hours(k.hours)}</td><td>${k.signer ? esc(k.signer) : ""}</td></tr>`).join("") + "</table>";
   if (b.matches.length) html += `<table class="matches"><tr><th>last matches</th><th>catalog</th><th>offset</th><th>confidence</th></tr>` +
     b.matches.map(m => `<tr><td>${esc(m.title)}</td><td>${esc(m.catalog)}</td><td>${clock(m.offset)}</td><td>${m.confidence.toFixed(2)}</td></tr>`).join("") + "</table>";
   return html + "</section>";
@@ -118,14 +130,26 @@ function tick() {
 }
 setInterval(tick, 100);
 
-// How long each event took from the daemon to the screen (ms), for the benchmark to read.
+// How long each event took from the daemon to the screen (ms), and each cue status as drawn.
 window.earshotLatencies = [];
+window.earshotCueChanges = [];
+function cueStatuses(r) {
+  const statuses = new Map();
+  for (const b of r.boxes) for (const c of (b.programme ? b.programme.cues : [])) statuses.set(b.name + "\n" + c.id, c.status);
+  return statuses;
+}
 function take(next) {
   if (!next || !Array.isArray(next.boxes)) return;
-  const seen = new Map(report.boxes.map(b => [b.name, b.lastEventAtMs]));
+  const seen = new Map(report.boxes.map(b => [b.name, b.lastEventAtMs])), shown = cueStatuses(report);
   report = next; receivedAt = Date.now(); render();
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   const drawn = Date.now();
+  for (const [key, status] of cueStatuses(report)) {
+    if (shown.get(key) !== status && window.earshotCueChanges.length < 100000) {
+      const [box, cue] = key.split("\n");
+      window.earshotCueChanges.push({ box, cue, from: shown.get(key) ?? null, status, atMs: drawn });
+    }
+  }
   for (const b of report.boxes) {
     if (b.lastEventAtMs != null && seen.has(b.name) && seen.get(b.name) !== b.lastEventAtMs && window.earshotLatencies.length < 100000) {
       window.earshotLatencies.push(drawn - b.lastEventAtMs);

@@ -137,4 +137,164 @@ struct BoxViewTests {
         #expect(report.state == nil && report.programme == nil && report.capture == nil && report.matches.isEmpty)
         #expect(report.connection == .refused && report.problem == "UNAUTHENTICATED: refused")
     }
+
+    private func matchEvent(reference: UInt32, position: Double, seq: UInt64, epoch: UInt64, at ms: Int64) -> Earshot_V1_EventEnvelope {
+        var e = Earshot_V1_EventEnvelope()
+        e.topic = Topics.match
+        e.seq = seq
+        e.epoch = epoch
+        var result = Earshot_V1_MatchResult()
+        result.outcome = .match
+        result.madeAtUnixMs = ms
+        var item = snapshot(epoch: epoch, reference: reference, position: position).currentMatch
+        item.predictedCurrentMatchOffset = position
+        result.items = [item]
+        e.match = result
+        return e
+    }
+
+    @Test func aChannelChangeDrawsTheNewProgrammeWithoutTheOldOnesMarks() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        _ = follower.apply(cueEvent(.started, "a", seq: 1, epoch: 7))
+        // The same reference again keeps the marks; a match lost for a moment too.
+        _ = follower.apply(matchEvent(reference: 1, position: 21, seq: 1, epoch: 7, at: 1_001_000))
+        var lost = Earshot_V1_EventEnvelope()
+        lost.topic = Topics.match
+        lost.seq = 2
+        lost.epoch = 7
+        lost.match.outcome = .noMatch
+        _ = follower.apply(lost)
+        _ = follower.apply(matchEvent(reference: 1, position: 23, seq: 3, epoch: 7, at: 1_003_000))
+        #expect(follower.state?.cueMarks["a"]?.status == .started)
+        // Another reference, after a moment of no match: the channel changed.
+        lost.seq = 4
+        _ = follower.apply(lost)
+        #expect(follower.state?.cueMarks["a"]?.status == .started)
+        #expect(follower.apply(matchEvent(reference: 2, position: 12, seq: 5, epoch: 7, at: 1_004_000)) == .applied)
+        #expect(follower.state?.cueMarks.isEmpty == true)
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                               schedule: schedule(reference: 1))
+        let programme = try #require(report.programme)
+        #expect(programme.title == "Piece 2" && programme.referenceIndex == 2 && programme.position == 12)
+        #expect(programme.positionAtMs == 1_004_000)
+        #expect(programme.cues.isEmpty, "the first programme's cues are not drawn on the second")
+    }
+
+    @Test func aSeekMovesTheCursorAndMarksTheCuesAfresh() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        _ = follower.apply(cueEvent(.started, "a", seq: 1, epoch: 7))
+        _ = follower.apply(cueEvent(.seek, "", seq: 2, epoch: 7))
+        _ = follower.apply(matchEvent(reference: 1, position: 45, seq: 1, epoch: 7, at: 1_009_000))
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                               schedule: schedule())
+        let programme = try #require(report.programme)
+        #expect(programme.title == "Piece 1" && programme.position == 45 && programme.positionAtMs == 1_009_000)
+        #expect(programme.cues.map(\.status) == ["upcoming", "upcoming"])
+    }
+
+    @Test func cuesCrossedInOneStepShareTheStatusOfTheLastOfThem() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        var dense = schedule()
+        dense.cues = (0..<6).map { i in
+            var c = Earshot_V1_Cue()
+            c.id = "c\(i)"
+            c.start = 10 + Double(i)
+            c.duration = 0.5
+            return c
+        }
+        _ = follower.apply(cueEvent(.ended, "c1", seq: 1, epoch: 7))
+        // Four cues crossed together, reported as one SKIPPED of c4 standing for them.
+        var crossed = cueEvent(.skipped, "c4", seq: 2, epoch: 7)
+        crossed.cue.coalesced = 4
+        #expect(follower.apply(crossed) == .applied)
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7, schedule: dense)
+        let statuses = try #require(report.programme).cues.map(\.status)
+        // c1 keeps its own ENDED; c2 and c3 are the others the event stood for; c0 and c5 were not crossed.
+        #expect(statuses == ["upcoming", "ended", "skipped", "skipped", "skipped", "upcoming"])
+        // Three cues started together, then the named one ended alone: the other two stay started.
+        var dense2 = BoxFollower()
+        dense2.reset(with: snapshot(epoch: 7))
+        var started = cueEvent(.started, "c3", seq: 1, epoch: 7)
+        started.cue.coalesced = 3
+        _ = dense2.apply(started)
+        _ = dense2.apply(cueEvent(.ended, "c3", seq: 2, epoch: 7))
+        let later = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: dense2.state, epoch: 7, schedule: dense)
+        #expect(try #require(later.programme).cues.map(\.status) == ["upcoming", "started", "started", "ended", "upcoming", "upcoming"])
+    }
+
+    @Test func cuesCrossedWithAnOwedOneAreTheLastCrossedNotThoseBeforeTheOwedOne() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        var dense = schedule()
+        dense.cues = (0..<8).map { i in
+            var c = Earshot_V1_Cue()
+            c.id = "c\(i)"
+            c.start = 10 + Double(i)
+            c.duration = 0.5
+            return c
+        }
+        // A jump to 16.2 s crossed c2…c6, reported as one SKIPPED naming the owed c3.
+        var crossed = cueEvent(.skipped, "c3", seq: 1, epoch: 7, owed: true)
+        crossed.cue.coalesced = 5
+        crossed.cue.position = 16.2
+        _ = follower.apply(crossed)
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7, schedule: dense)
+        let cues = try #require(report.programme).cues
+        #expect(cues.map(\.status) == ["upcoming", "upcoming", "skipped", "skipped", "skipped", "skipped", "skipped", "upcoming"])
+        #expect(cues[3].owed && !cues[2].owed)
+    }
+
+    @Test func aBoxLastHeardStaysShownStandingStillWhereItWas() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        let report = BoxReport(name: "b", server: "s", connection: .reconnecting, problem: "DEADLINE_EXCEEDED: no answer",
+                               view: follower.state, epoch: 7, schedule: schedule(), lastHeardAtMs: 1_002_000)
+        #expect(report.stale && report.lastHeardAtMs == 1_002_000)
+        let programme = try #require(report.programme)
+        #expect(programme.title == "Piece 1" && !programme.moving && programme.positionAtMs == 1_002_000)
+        #expect(abs(programme.rate - 1.04) < 1e-12, "the measured speed is still shown")
+        #expect(abs(programme.position - (20 + 2 * 1.04)) < 1e-9, "\(programme.position)")
+        let followed = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                                 schedule: nil)
+        #expect(!followed.stale && followed.lastHeardAtMs == nil && followed.programme?.moving == true)
+    }
+
+    @Test func catalogsAreReportedByNameWithVersionStateAndProblem() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        var show = Earshot_V1_CatalogSummary()
+        show.name = "show"
+        show.version = 3
+        show.state = .active
+        show.referenceCount = 12
+        show.totalDurationSeconds = 5400
+        show.signerName = "Studio"
+        var old = Earshot_V1_CatalogSummary()
+        old.name = "archive"
+        old.version = 1
+        old.state = .failed
+        old.failure = "truncated"
+        old.totalDurationSeconds = .nan
+        let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                               schedule: nil, catalogs: [show, old])
+        let catalogs = try #require(report.catalogs)
+        #expect(catalogs.map(\.name) == ["archive", "show"])
+        #expect(catalogs[1].version == 3 && catalogs[1].state == "active" && catalogs[1].hours == 1.5 && catalogs[1].signer == "Studio")
+        #expect(catalogs[0].state == "failed" && catalogs[0].problem == "truncated" && catalogs[0].hours == 0)
+        // A catalog/ event moves the follower's head of that topic, which tells the link to list
+        // the catalogs again.
+        var installed = Earshot_V1_EventEnvelope()
+        installed.topic = Topics.catalog
+        installed.seq = 1
+        installed.epoch = 7
+        installed.catalog.kind = .replaced
+        #expect(follower.apply(installed) == .applied)
+        #expect(follower.heads[Topics.catalog] == 1)
+        // An older daemon's LOADED is today's ACTIVE.
+        old.state = .loaded
+        #expect(BoxReport.Catalog(old).state == "active")
+    }
 }

@@ -32,10 +32,15 @@ extension InProcessDaemonTests {
                 _ = try await viewer.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
                 _ = try await viewer.call(Methods.Health.check, Earshot_V1_HealthCheckRequest())
                 await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await viewer.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest()) }
-                await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await viewer.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()) }
+                // The list is the catalog/ topic's snapshot, which a viewer subscribes to: it may read it,
+                // and nothing else of Catalogs.
+                #expect(try await viewer.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()).catalogs.count == 1)
+                var describe = Earshot_V1_DescribeCatalogRequest()
+                describe.name = "show"
+                await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await viewer.call(Methods.Catalogs.describe, describe) }
                 _ = try await operatorClient.call(Methods.Recognizer.prepare, Earshot_V1_PrepareRequest())
                 _ = try await operatorClient.call(Methods.Recognizer.cancel, Earshot_V1_CancelRequest())
-                await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await operatorClient.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest()) }
+                await expectCode(.permissionDenied) { () throws(RpcError) in _ = try await operatorClient.call(Methods.Catalogs.describe, describe) }
                 let catalogs = try await admin.call(Methods.Catalogs.list, Earshot_V1_ListCatalogsRequest())
                 #expect(catalogs.catalogs.count == 1)
 

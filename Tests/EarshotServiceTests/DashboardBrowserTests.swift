@@ -5,8 +5,10 @@ import EarshotWire
 import Foundation
 import Testing
 
-/// `earshot remote dashboard` against a real earshotd, its page read by a real browser
-/// (headless Chromium): the programme, the moving cursor, a cue turning to started, a refused key.
+/// `earshot remote dashboard` against a real earshotd, its page in a real browser (headless
+/// Chromium, a page kept open through the DevTools protocol, or loaded afresh with --dump-dom):
+/// the programme and its catalogs, the moving cursor, cues turning to started, a seek, a channel
+/// change, a restart, a fleet, a token and a refused key.
 @Suite("earshot remote dashboard in a browser", .serialized)
 struct DashboardBrowserTests {
     /// A running `earshot remote dashboard` and the address it printed.
@@ -82,7 +84,62 @@ struct DashboardBrowserTests {
                 "--server-key=" + (try #require(daemon.serverPublicKey)), "--key", keyFile]
     }
 
-    @Test func thePageFollowsTheProgrammeAndItsCues() async throws {
+    /// A page kept open in headless Chromium, as a person watching it.
+    static func livePage(_ url: String) async throws -> HeadlessBrowser {
+        let browser = try HeadlessBrowser(width: 1100, height: 700)
+        try await browser.open(url)
+        return browser
+    }
+
+    /// Keeps a screenshot of the live page as a test artifact: .build/test-artifacts/dashboard-NAME.png.
+    static func screenshot(_ browser: HeadlessBrowser, name: String) async throws {
+        let folder = Repository.root.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try await browser.screenshot(to: folder.appendingPathComponent("dashboard-\(name).png").path)
+    }
+
+    /// Where the page's cursor stands (reference seconds), nil without a programme.
+    static func cursor(_ browser: HeadlessBrowser) async throws -> Double? {
+        try await browser.evaluate("document.querySelector('.cursor') && document.querySelector('.cursor').dataset.position")
+            .flatMap(Double.init)
+    }
+
+    /// A cue status the page drew (`window.earshotCueChanges`): `from` is nil when first drawn.
+    struct CueChange: Decodable {
+        let cue: String
+        let from: String?
+        let status: String
+        let atMs: Int64
+    }
+
+    /// Milliseconds since the epoch by this machine's clock, which the daemon and the browser share.
+    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Replaces the programme the daemon plays ("the TV") with `seconds` of piece `piece` from
+    /// `start`, as a new file renamed over the old one: the daemon plays it from its start.
+    static func play(piece: Int, from start: Double, seconds: Double, in daemon: DaemonHarness) throws {
+        let audio = SyntheticSignature.excerpt(DaemonFixture.shared.audio[piece], start: start, duration: seconds)
+        let next = daemon.directory.appendingPathComponent("tv.next.wav").path
+        try WAVFile.write(audio, sampleRate: 16_000, to: next)
+        guard rename(next, daemon.directory.appendingPathComponent("tv.wav").path) == 0 else { throw HarnessError("rename: \(errno)") }
+    }
+
+    /// Cues for `media item`: each id at its start, 3 s long.
+    static func setCues(_ cues: [(id: String, start: Double)], on item: String, with client: RpcClient) async throws {
+        var set = Earshot_V1_SetCuesRequest()
+        set.reference.mediaItemID = item
+        set.cues = cues.map { id, start in
+            var cue = Earshot_V1_Cue()
+            cue.id = id
+            cue.cueClass = "com.example.quiz"
+            cue.start = start
+            cue.duration = 3
+            return cue
+        }
+        _ = try await client.call(Methods.Cues.setCues, set, timeout: .seconds(30))
+    }
+
+    @Test func thePageFollowsTheProgrammeItsCuesASeekAndAChannelChange() async throws {
         let daemon = try await DaemonHarness()
         let operatorClient = try daemon.client(.operator)
         defer { operatorClient.close() }
@@ -90,65 +147,118 @@ struct DashboardBrowserTests {
             try await operatorClient.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest()).currentMatch.mediaItem.id == "piece1"
         }
         // The programme plays piece 1 from 10 s to 50 s, looping: a cue every 8 s starts within 10 s.
-        var set = Earshot_V1_SetCuesRequest()
-        set.reference.mediaItemID = "piece1"
-        set.cues = [14.0, 22, 30, 38, 46].map { start in
-            var cue = Earshot_V1_Cue()
-            cue.id = "q\(Int(start))"
-            cue.cueClass = "com.example.quiz"
-            cue.start = start
-            cue.duration = 3
-            return cue
+        try await Self.setCues([14.0, 22, 30, 38, 46].map { ("q\(Int($0))", $0) }, on: "piece1", with: operatorClient)
+        // Piece 2 has cues of the same names, late in it.
+        try await Self.setCues([("q14", 47), ("q22", 52)], on: "piece2", with: operatorClient)
+        // The cue events as a client of the box's own sees them: kind, cue, position, when published.
+        let subscriber = try EventSubscriber(endpoint: daemon.eventsEndpoint, topics: [Topics.cue], security: daemon.security(.viewer))
+        let published = Locked<[(kind: Earshot_V1_CueEvent.Kind, cue: String, position: Double, atMs: Int64)]>([])
+        let listening = Task.detached {
+            for await event in subscriber.events {
+                if case .cue(let cue) = event.body { published.withLock { $0.append((cue.kind, cue.cue.id, cue.position, event.tsUnixMs)) } }
+            }
         }
-        _ = try await operatorClient.call(Methods.Cues.setCues, set, timeout: .seconds(30))
+        defer {
+            listening.cancel()
+            subscriber.close()
+        }
 
         let dashboard = try Dashboard(try keys(daemon, .viewer))
-        let first = try await eventually("the page shows the programme", within: .seconds(20), every: .milliseconds(500), {
-            try Self.dom(dashboard.url)
-        }, until: { $0.contains("class=\"programme-title\"") && $0.contains("data-cue=\"q46\"") })
+        let browser = try await Self.livePage(dashboard.url)
+        let first = try await eventually("the page shows the programme", within: .seconds(20), every: .milliseconds(200), {
+            Self.rendered(try await browser.html())
+        }, until: { $0.contains("class=\"programme-title\"") && $0.contains("data-cue=\"q46\"") && $0.contains("data-catalog=") })
+        let shownAtMs = Self.nowMs()
         #expect(Self.attribute("data-connection", ofElementWith: "class=\"fleet-line\"", in: first) == "connected")
         #expect(first.contains("show v"), "the catalog and its version")
         let title = try #require(first.range(of: "class=\"programme-title\">")).upperBound
-        #expect(first[title...].hasPrefix("Piece 1") || first[title...].hasPrefix("piece1"), "\(first[title...].prefix(40))")
+        #expect(first[title...].hasPrefix("Piece 1"), "\(first[title...].prefix(40))")
+        // The catalogs live, with their versions.
+        #expect(Self.attribute("data-version", ofElementWith: "data-catalog=\"show\"", in: first) == "1")
+        #expect(Self.attribute("data-state", ofElementWith: "data-catalog=\"show\"", in: first) == "active")
 
-        // The cursor moves with the programme between two looks a second apart.
-        let before = try #require(Double(Self.attribute("data-position", ofElementWith: "class=\"cursor\"", in: first) ?? ""))
+        // The cursor moves with the programme, by the time between two looks.
+        let clock = ContinuousClock()
+        let before = try #require(try await Self.cursor(browser))
+        let firstLook = clock.now
         try await Task.sleep(for: .seconds(1.5))
-        let later = try Self.dom(dashboard.url)
-        let after = try #require(Double(Self.attribute("data-position", ofElementWith: "class=\"cursor\"", in: later) ?? ""))
+        let after = try #require(try await Self.cursor(browser))
+        let took = clock.now - firstLook
+        let elapsed = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         // (Unless the programme looped back from 50 s to 10 s in between.)
-        #expect((after > before + 0.5 && after < before + 4) || before > 46, "the cursor stood at \(before) s, then at \(after) s")
+        #expect(abs((after - before) - elapsed) < 0.6 || after < before, "the cursor moved \(after - before) s in \(elapsed) s")
 
-        // A cue turns to started once the programme passes it.
-        let started = try await eventually("a cue turns to started", within: .seconds(20), every: .milliseconds(500), {
-            try Self.dom(dashboard.url)
-        }, until: { $0.contains("data-status=\"started\"") })
-        #expect(started.contains("ms late"), "a started cue shows its lateness")
-        try Self.screenshot(dashboard.url, name: "following")
+        // The first cue to start after the page was live turns to started on it within 1 s.
+        let start = try await eventually("a cue starts", within: .seconds(20), every: .milliseconds(100), {
+            published.withLock { events in events.first { $0.kind == .started && $0.atMs > shownAtMs } }
+        }, until: { $0 != nil })!
+        let drawn = try await eventually("\(start.cue) turns to started on the page", within: .seconds(5), every: .milliseconds(100), {
+            try JSONDecoder().decode([CueChange].self, from: Data(try await browser.evaluateJSON("window.earshotCueChanges").utf8))
+                .first { $0.cue == start.cue && $0.status == "started" && $0.from != nil && $0.atMs >= start.atMs }
+        }, until: { $0 != nil })!
+        #expect(drawn.atMs - start.atMs <= 1000, "\(start.cue) was drawn started \(drawn.atMs - start.atMs) ms after its STARTED event")
+        let shown = Self.rendered(try await browser.html())
+        #expect(shown.contains("data-status=\"started\"") && shown.contains("ms late"), "a started cue shows its lateness")
+        try await Self.screenshot(browser, name: "following")
+
+        // A seek of 8 s or more, away from where the loop lands (10 s): the cursor follows the
+        // box's SEEK within 2 s, and the programme stays.
+        let from = try #require(try await Self.cursor(browser))
+        let target = from < 30 ? 40.0 : 22.0
+        let seekedAtMs = Self.nowMs()
+        try Self.play(piece: 1, from: target, seconds: 20, in: daemon)
+        let seek = try await eventually("the box reports the seek", within: .seconds(20), every: .milliseconds(100), {
+            published.withLock { events in events.first { $0.kind == .seek && $0.atMs >= seekedAtMs && abs($0.position - target) < 6 } }
+        }, until: { $0 != nil })!
+        let followed = try await eventually("the cursor follows the seek", within: .seconds(5), every: .milliseconds(100), {
+            (try await Self.cursor(browser) ?? -1, Self.nowMs())
+        }, until: { $0.0 >= seek.position - 1 && $0.0 <= seek.position + 3 })
+        #expect(followed.1 - seek.atMs <= 2000, "the cursor reached \(followed.0) s \(followed.1 - seek.atMs) ms after the SEEK to \(seek.position) s")
+        #expect(Self.rendered(try await browser.html()).contains("class=\"programme-title\">Piece 1"), "the programme is the same after a seek")
+
+        // A channel change: piece 2, with its own cues drawn where they are, none started.
+        try Self.play(piece: 2, from: 10, seconds: 40, in: daemon)
+        let changed = try await eventually("the page shows the new channel's programme and its cues", within: .seconds(20),
+                                           every: .milliseconds(200), {
+            Self.rendered(try await browser.html())
+        }, until: { $0.contains("class=\"programme-title\">Piece 2") && $0.contains("data-cue=\"q14\"") })
+        #expect(!changed.contains("data-cue=\"q30\""), "the first programme's cues are not drawn on the second")
+        #expect(Self.attribute("title", ofElementWith: "data-cue=\"q14\"", in: changed)?.hasPrefix("q14 at 0:47.0: upcoming") == true,
+                "\(Self.attribute("title", ofElementWith: "data-cue=\"q14\"", in: changed) ?? "no q14")")
+        #expect(Self.attribute("data-status", ofElementWith: "data-cue=\"q22\"", in: changed) == "upcoming")
+        let there = try #require(try await Self.cursor(browser))
+        #expect(there >= 9 && there <= 40, "the cursor is within the second programme's excerpt: \(there) s")
+        try await Self.screenshot(browser, name: "channel-change")
     }
 
     @Test func aRestartedBoxIsShownReconnectingThenFollowedAgain() async throws {
         let daemon = try await DaemonHarness()
         let dashboard = try Dashboard(try keys(daemon, .viewer))
-        let before = try await eventually("the page follows the box", within: .seconds(20), every: .milliseconds(500), {
-            try Self.dom(dashboard.url)
+        let browser = try await Self.livePage(dashboard.url)
+        let before = try await eventually("the page follows the box", within: .seconds(20), every: .milliseconds(250), {
+            Self.rendered(try await browser.html())
         }, until: { $0.contains("data-connection=\"connected\"") && $0.contains("class=\"programme-title\"") })
         let firstStart = Self.text(after: "(daemon start ", in: before)
 
         #expect(daemon.stop() == 0)
-        let gone = try await eventually("the page says the box is unreachable", within: .seconds(30), every: .milliseconds(500), {
-            try Self.dom(dashboard.url)
+        let gone = try await eventually("the page says the box is unreachable", within: .seconds(30), every: .milliseconds(250), {
+            Self.rendered(try await browser.html())
         }, until: { $0.contains("data-connection=\"reconnecting\"") })
         #expect(gone.contains("unreachable, reconnecting"))
-        try Self.screenshot(dashboard.url, name: "reconnecting")
+        // What it played stays shown, as last heard, its cursor standing still.
+        #expect(gone.contains("data-stale") && gone.contains("class=\"programme-title\">Piece 1"), "\(gone)")
+        let stood = try #require(try await Self.cursor(browser))
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await Self.cursor(browser) == stood, "the cursor of a box not heard stands still")
+        try await Self.screenshot(browser, name: "reconnecting")
 
         // The same box again, on the same ports and state: a new daemon start.
         let again = try await DaemonHarness(reusing: daemon.directory, clientKeys: daemon.clientKeys,
                                             settings: ["--rpc.listen=\(daemon.rpcEndpoint)", "--events.listen=\(daemon.eventsEndpoint)"])
         defer { _ = again.stop() }
-        let back = try await eventually("the page follows the restarted box", within: .seconds(30), every: .milliseconds(500), {
-            try Self.dom(dashboard.url)
-        }, until: { $0.contains("data-connection=\"connected\"") && $0.contains("class=\"programme-title\"") })
+        let back = try await eventually("the page follows the restarted box", within: .seconds(30), every: .milliseconds(250), {
+            Self.rendered(try await browser.html())
+        }, until: { $0.contains("data-connection=\"connected\"") && $0.contains("class=\"programme-title\"") && !$0.contains("data-stale") })
         let secondStart = Self.text(after: "(daemon start ", in: back)
         #expect(firstStart != nil && secondStart != nil && firstStart != secondStart, "daemon start \(firstStart ?? "?") then \(secondStart ?? "?")")
     }

@@ -75,13 +75,18 @@ final class CatalogsService: Sendable {
     // MARK: RPC
 
     func register(on server: RpcServer) {
-        server.register(Methods.Catalogs.list, role: .admin) { [self] _, _ throws(RpcError) in
+        // Any role may read the catalogs: they are the snapshot of the catalog/ topic, which every
+        // subscriber receives anyway. Uploads in progress are an admin's business only, and a
+        // viewer's list never waits behind an upload's verification on the queue.
+        server.register(Methods.Catalogs.list, role: .viewer) { [self] _, call throws(RpcError) in
             // Heads first (see SessionService.snapshot): an event in between is applied twice, harmlessly.
             var reply = Earshot_V1_ListCatalogsResponse()
             reply.topicSeq = events.publisher.heads
             reply.epoch = events.epoch
             reply.catalogs = summaries()
-            reply.uploads = try await onQueue { [uploads] () throws(RpcError) in uploads.area.uploads.map { Self.status($0) } }
+            if call.role == .admin {
+                reply.uploads = try await onQueue { [uploads] () throws(RpcError) in uploads.area.uploads.map { Self.status($0) } }
+            }
             return reply
         }
         server.register(Methods.Catalogs.describe, role: .admin) { [self] request, _ throws(RpcError) in

@@ -1,10 +1,10 @@
 /// What a client may do, from its allow-list line. Each role includes the ones before it.
 public enum ClientRole: String, Sendable, Comparable, CaseIterable {
-    /// Events, snapshots, health.
+    /// Events, snapshots, health, the catalog list.
     case viewer
     /// + prepare, match, cancel.
     case `operator`
-    /// + catalogs and configuration.
+    /// + managing catalogs, and configuration.
     case admin
 
     private var rank: Int {

@@ -15,8 +15,8 @@ struct KeygenCommand: ParsableCommand {
             appending the file to the allow-list admits the client: \
             cat NAME.pub >> /var/lib/earshot/clients.allow
 
-            Roles: viewer (events, state, health, its own library), operator (+ prepare, match, \
-            cues), admin (+ catalogs, every library).
+            Roles: viewer (events, state, health, the catalog list, its own library), operator \
+            (+ prepare, match, cues), admin (+ managing catalogs, every library).
 
             --author makes a catalog author's Ed25519 key instead: NAME.author.key (secret, for \
             `earshot catalog sign`) and NAME.author.pub (the line for a box's trusted-authors file, \

@@ -57,7 +57,11 @@ enum BoxDiscovery {
 
     /// The box called `name` (its announced name, case aside, or its host name `NAME.local`).
     static func box(named name: String, timeout: Double) throws(CLIFailure) -> Box {
-        let (boxes, _) = try find(timeout: timeout)
+        try box(named: name, in: try find(timeout: timeout).boxes, timeout: timeout)
+    }
+
+    /// The box called `name` among `boxes`, found by a browse of `timeout` seconds.
+    static func box(named name: String, in boxes: [Box], timeout: Double) throws(CLIFailure) -> Box {
         let wanted = name.lowercased()
         let matches = boxes.filter {
             $0.announcement.name.lowercased() == wanted || $0.hostName.lowercased() == wanted

@@ -23,8 +23,10 @@ struct RemoteDashboardCommand: ParsableCommand {
             then carries ?token=…).
 
             Several boxes: --servers-file lists them (one endpoint per line, optionally followed \
-            by its server public key, as `remote catalog push` takes them); the page lists every \
-            box on one line, which opens into its view on a click.
+            by its server public key, or a box's name on the LAN alone on its line, as `remote \
+            catalog push` takes them); the page lists every box on one line, which opens into \
+            its view on a click. It also shows each box's catalogs and their versions, and keeps \
+            showing what an unreachable box last played, marked as last heard.
 
             Examples:
               earshot remote dashboard --server "Living room" --key tv-app.key
@@ -35,7 +37,7 @@ struct RemoteDashboardCommand: ParsableCommand {
 
     @OptionGroup var remote: RemoteOptions
     @Option(name: .customLong("servers-file"), help: ArgumentHelp(
-        "Follow every box of this file instead of --server: one endpoint per line, optionally followed by its server public key (each box's events on its port + 1).",
+        "Follow every box of this file instead of --server: one endpoint per line, optionally followed by its server public key (its events on its port + 1), or a box's name on the LAN alone on its line.",
         valueName: "file"))
     var serversFile: String?
     @Option(help: ArgumentHelp("The daemon's event endpoint (default: the events port a box found by name announces, else the --server port + 1).", valueName: "tcp://host:port"))
@@ -83,7 +85,7 @@ struct RemoteDashboardCommand: ParsableCommand {
                 guard let events = box.eventsEndpoint else {
                     throw CLIFailure("\(box.endpoint): cannot derive its events endpoint (port + 1)", status: .usage)
                 }
-                return BoxLink.Target(name: Self.shortName(box.endpoint), rpc: box.endpoint, events: events, security: box.security, timeout: timeout)
+                return BoxLink.Target(name: box.name ?? Self.shortName(box.endpoint), rpc: box.endpoint, events: events, security: box.security, timeout: timeout)
             }
         } else {
             targets = [BoxLink.Target(name: Self.shortName(remote.server), rpc: remote.server, events: try remote.eventsEndpoint(given: events),

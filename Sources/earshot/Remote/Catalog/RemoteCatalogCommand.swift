@@ -3,7 +3,7 @@ import EarshotTransport
 import EarshotWire
 import Foundation
 
-/// `earshot remote catalog …`: the daemon's catalogs (admin keys).
+/// `earshot remote catalog …`: the daemon's catalogs (admin keys; `list` any key).
 struct RemoteCatalogCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
@@ -12,7 +12,8 @@ struct RemoteCatalogCommand: ParsableCommand {
             A box matches against every enabled catalog in its catalogs folder. `push` uploads a \
             catalog file (resumable: run it again after an interruption and it goes on where it \
             stopped), the box verifies it (SHA-256, structure, author signature if required) and \
-            swaps it in while it keeps matching. These calls need an admin key.
+            swaps it in while it keeps matching. These calls need an admin key, except `list`, \
+            which any key may call.
 
             Examples:
               earshot remote catalog push show.earcat --enable

@@ -22,8 +22,9 @@ struct RemoteCatalogPushCommand: ParsableCommand {
             swaps it in while matches continue. A name that exists is replaced as a new version.
 
             Several boxes: repeat --server, or list them in --servers-file (one per line: the \
-            endpoint, then optionally that box's server public key as Z85 text or a file; '#' \
-            comments). They are pushed to in parallel, with a line of progress each, then a \
+            endpoint, then optionally that box's server public key as Z85 text or a file; or a \
+            box's name on the LAN alone on its line, whose announced key is used unless \
+            --server-key or EARSHOT_SERVER_KEY gives one; a line starting with '#' is a comment). They are pushed to in parallel, with a line of progress each, then a \
             summary table. The exit status is 5 if any box failed.
 
             Examples:
@@ -42,11 +43,11 @@ struct RemoteCatalogPushCommand: ParsableCommand {
     var enable = false
 
     @Option(name: .customLong("server"), help: ArgumentHelp(
-        "A box's RPC endpoint; repeat for several (default tcp://127.0.0.1:7400).", valueName: "tcp://host:port"))
+        "A box's RPC endpoint or its name on the LAN; repeat for several (default tcp://127.0.0.1:7400).", valueName: "tcp://host:port|name"))
     var servers: [String] = []
 
     @Option(name: .customLong("servers-file"), help: ArgumentHelp(
-        "A file of boxes: one endpoint per line, optionally followed by its server public key.", valueName: "file"))
+        "A file of boxes: one endpoint per line, optionally followed by its server public key, or a box's name on the LAN alone on its line.", valueName: "file"))
     var serversFile: String?
 
     @Option(name: .customLong("server-key"), help: ArgumentHelp(
@@ -69,8 +70,8 @@ struct RemoteCatalogPushCommand: ParsableCommand {
     func validate() throws {
         guard (1...3072).contains(chunkKiB) else { throw ValidationError("--chunk-kib must be within 1…3072") }
         guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
-        for s in servers where !(s.hasPrefix("tcp://") || s.hasPrefix("ipc://")) {
-            throw ValidationError("--server must look like tcp://host:port (or ipc://path), not \(s)")
+        for s in servers where !BoxEndpoint.isEndpoint(s) && !BoxEndpoint.isName(s) {
+            throw ValidationError("--server must look like tcp://host:port (or ipc://path) or name a box on the LAN, not \(s)")
         }
     }
 
@@ -83,7 +84,7 @@ struct RemoteCatalogPushCommand: ParsableCommand {
         let upload = try CatalogUpload(path: file, name: catalogName, enable: enable, verified: verified,
                                        chunkBytes: chunkKiB * 1024)
         // One box: its result line (or error) says how it ended, so progress never repeats it.
-        let progress = PushProgress(boxes: boxes.map(\.endpoint), total: upload.size, quiet: quiet, showsEnd: boxes.count > 1)
+        let progress = PushProgress(boxes: boxes.map(\.label), total: upload.size, quiet: quiet, showsEnd: boxes.count > 1)
         let timeout = Duration.milliseconds(Int(self.timeout * 1000))
         // Each box keeps the bytes it acknowledged: the same command resumes where they stop.
         let signals = StopSignals { _ in
@@ -115,17 +116,17 @@ struct RemoteCatalogPushCommand: ParsableCommand {
         if json {
             print(Format.jsonText(.array(zip(boxes, outcomes).map { box, o in o.json(box: box.endpoint) })))
         } else if boxes.count == 1, let only = outcomes.first {
-            if case .failed(let message) = only.result { throw CLIFailure("\(boxes[0].endpoint): \(message)", status: .remote) }
-            print("\(boxes[0].endpoint): \(only.summary)")
+            if case .failed(let message) = only.result { throw CLIFailure("\(boxes[0].label): \(message)", status: .remote) }
+            print("\(boxes[0].label): \(only.summary)")
             return
         } else {
             // A long refusal would stretch every row: the table cuts it, and the full text follows.
             let rows = zip(boxes, outcomes).map { box, o in
-                [box.endpoint, Self.cut(o.summary), RemoteFormat.bytes(o.sentBytes), String(format: "%.1f s", o.seconds),
+                [box.label, Self.cut(o.summary), RemoteFormat.bytes(o.sentBytes), String(format: "%.1f s", o.seconds),
                  o.seconds > 0 ? RemoteFormat.bytes(Int(Double(o.sentBytes) / o.seconds)) + "/s" : "-"]
             }
             RemoteFormat.table(["BOX", "RESULT", "SENT", "TIME", "RATE"], rows).forEach { print($0) }
-            for (box, o) in zip(boxes, outcomes) where Self.cut(o.summary) != o.summary { print("\(box.endpoint): \(o.summary)") }
+            for (box, o) in zip(boxes, outcomes) where Self.cut(o.summary) != o.summary { print("\(box.label): \(o.summary)") }
         }
         if failed > 0 { throw CLIFailure("\(failed) of \(boxes.count) boxes failed", status: .remote) }
     }

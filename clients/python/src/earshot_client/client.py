@@ -440,8 +440,9 @@ class Client:
         """Session/GetSnapshot: state, current match, epoch and per-topic sequence numbers."""
         return self.call(Methods.GET_SNAPSHOT, pb.GetSnapshotRequest(), pb.SessionSnapshot, timeout)
 
-    # Catalogs: every method of earshot.v1.Catalogs needs the admin role (a CURVE key listed
-    # as admin, or a daemon with security.mode = "none"); others get PERMISSION_DENIED.
+    # Catalogs: List is open to every role (it is the catalog/ topic's snapshot); every other
+    # method of earshot.v1.Catalogs needs the admin role (a CURVE key listed as admin, or a
+    # daemon with security.mode = "none"); others get PERMISSION_DENIED.
 
     def catalogs(self, timeout: Optional[float] = None) -> List[pb.CatalogSummary]:
         """Catalogs/List, the catalogs only: every catalog the daemon holds (``.active``: matches
@@ -451,7 +452,7 @@ class Client:
 
     def list_catalogs(self, timeout: Optional[float] = None) -> pb.ListCatalogsResponse:
         """Catalogs/List: ``.catalogs`` (``CatalogSummary``), ``.uploads`` in progress
-        (``UploadStatus``), and ``.epoch`` / ``.topic_seq`` to follow the ``catalog/`` topic from
+        (``UploadStatus``; to an admin only), and ``.epoch`` / ``.topic_seq`` to follow the ``catalog/`` topic from
         (drop its events with ``seq <= topic_seq[Topics.CATALOG]`` of this epoch)."""
         return self.call(Methods.LIST_CATALOGS, pb.ListCatalogsRequest(), pb.ListCatalogsResponse, timeout)
 
