@@ -194,17 +194,23 @@ struct BoxViewTests {
         #expect(programme.cues.map(\.status) == ["upcoming", "upcoming"])
     }
 
-    @Test func cuesCrossedInOneStepShareTheStatusOfTheLastOfThem() throws {
-        var follower = BoxFollower()
-        follower.reset(with: snapshot(epoch: 7))
+    /// `count` cues c0, c1, … a second apart from 10 s, half a second long.
+    private func denseSchedule(_ count: Int) -> Earshot_V1_CueSchedule {
         var dense = schedule()
-        dense.cues = (0..<6).map { i in
+        dense.cues = (0..<count).map { i in
             var c = Earshot_V1_Cue()
             c.id = "c\(i)"
             c.start = 10 + Double(i)
             c.duration = 0.5
             return c
         }
+        return dense
+    }
+
+    @Test func cuesCrossedInOneStepShareTheStatusOfTheLastOfThem() throws {
+        var follower = BoxFollower()
+        follower.reset(with: snapshot(epoch: 7))
+        let dense = denseSchedule(6)
         _ = follower.apply(cueEvent(.ended, "c1", seq: 1, epoch: 7))
         // Four cues crossed together, reported as one SKIPPED of c4 standing for them.
         var crossed = cueEvent(.skipped, "c4", seq: 2, epoch: 7)
@@ -228,14 +234,7 @@ struct BoxViewTests {
     @Test func cuesCrossedWithAnOwedOneAreTheLastCrossedNotThoseBeforeTheOwedOne() throws {
         var follower = BoxFollower()
         follower.reset(with: snapshot(epoch: 7))
-        var dense = schedule()
-        dense.cues = (0..<8).map { i in
-            var c = Earshot_V1_Cue()
-            c.id = "c\(i)"
-            c.start = 10 + Double(i)
-            c.duration = 0.5
-            return c
-        }
+        let dense = denseSchedule(8)
         // A jump to 16.2 s crossed c2…c6, reported as one SKIPPED naming the owed c3.
         var crossed = cueEvent(.skipped, "c3", seq: 1, epoch: 7, owed: true)
         crossed.cue.coalesced = 5
