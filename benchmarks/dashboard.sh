@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The browser dashboard following a fleet: N earshotd (release, CURVE on, as shipped) on loopback,
 # each playing the demo's episode 2 with a cue every 4 s, one `earshot remote dashboard
-# --servers-file` following them all, and headless Chromium showing its page. Measures how long an
-# event takes from the daemon to the page's DOM (the page records it for every report that
-# carries a newer event; read through the DevTools protocol) and the dashboard's memory.
+# --servers-file` following them all, and headless Chromium showing its page with every box's
+# view open. Measures how long an event takes from the daemon to the page's DOM (the page records
+# it for every report that carries a newer event; read through the DevTools protocol), how long
+# a cue's STARTED event takes to turn its mark to started (the events as the Python client hears
+# them from each box, against the page's own record of each mark it drew), and the dashboard's
+# memory.
 # Prints a Markdown section for benchmarks/RESULTS.md ("Dashboard: following a fleet").
 #
 #   benchmarks/dashboard.sh [--boxes N] [--seconds S]    (defaults: 10 boxes, 60 s)
 #
-# Needs chromium and python3 with websocket-client (installed into a venv here); builds release.
+# Needs chromium and python3 with websocket-client (installed into a venv here) and the Python
+# client's venv (made by clients/python/run-tests.sh); builds release.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -63,6 +67,25 @@ for ((k = 0; k < boxes; k++)); do
     echo "tcp://127.0.0.1:$((7600 + 2 * k)) $work/box$k/server.public" >> fleet.txt
 done
 
+# Every box's cue events, as a client of its own hears them: (box, cue, published ms) per STARTED.
+(cd "$repo" && clients/python/run-tests.sh -q tests/test_follower.py >/dev/null)
+"$repo/clients/python/.venv/bin/python" - "$work" "$boxes" "$((seconds + 10))" > started.jsonl <<'PY' &
+import json, sys, time
+from earshot_client import Subscriber, Topics, pb
+work, boxes, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+subscribers = [(f"127.0.0.1:{7600 + 2 * k}",
+                Subscriber(f"tcp://127.0.0.1:{7601 + 2 * k}", Topics.CUE, server_key=f"{work}/box{k}/server.public",
+                           client_key=f"{work}/client.key")) for k in range(boxes)]
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for box, subscriber in subscribers:
+        while (event := subscriber.recv(timeout=0)) is not None:
+            if event.WhichOneof("body") == "cue" and event.cue.kind == pb.CueEvent.KIND_STARTED:
+                print(json.dumps({"box": box, "cue": event.cue.cue.id, "atMs": event.ts_unix_ms}), flush=True)
+    time.sleep(0.005)
+PY
+pids+=($!)
+
 "$bin/earshot" remote dashboard --servers-file fleet.txt --key client.key --listen 127.0.0.1:0 > dashboard.out 2>dashboard.err &
 dashboard_pid=$!
 pids+=($dashboard_pid)
@@ -74,37 +97,66 @@ chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$
     --remote-debugging-port=9333 "$url" >/dev/null 2>&1 &
 pids+=($!)
 
+# Every box's view open, as an operator watching them all: their cue marks are in the DOM.
+sleep 3
+venv/bin/python - <<'PY'
+import json, urllib.request, websocket
+page = next(p for p in json.load(urllib.request.urlopen("http://127.0.0.1:9333/json")) if p.get("type") == "page")
+ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=10)
+ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate", "params": {"expression":
+    "for (const b of report.boxes) open.add(b.name); render(); document.querySelectorAll('section.box').length"}}))
+while json.loads(ws.recv()).get("id") != 1: pass
+PY
+live_ms=$(date +%s%3N)
+
 sleep "$seconds"
 rss_kib=$(awk '/^VmRSS/ { print $2 }' "/proc/$dashboard_pid/status")
 hwm_kib=$(awk '/^VmHWM/ { print $2 }' "/proc/$dashboard_pid/status")
 cpu_ticks=$(awk '{ print $14 + $15 }' "/proc/$dashboard_pid/stat")
 hz=$(getconf CLK_TCK)
 
-venv/bin/python - "$boxes" "$seconds" "$rss_kib" "$hwm_kib" "$cpu_ticks" "$hz" "$(git -C "$repo" rev-parse --short HEAD)" <<'PY'
+venv/bin/python - "$boxes" "$seconds" "$rss_kib" "$hwm_kib" "$cpu_ticks" "$hz" "$(git -C "$repo" rev-parse --short HEAD)" "$live_ms" <<'PY'
 import json, sys, urllib.request, websocket, datetime
-boxes, seconds, rss, hwm, ticks, hz, commit = sys.argv[1:]
+boxes, seconds, rss, hwm, ticks, hz, commit, live_ms = sys.argv[1:]
 pages = json.load(urllib.request.urlopen("http://127.0.0.1:9333/json"))
 page = next(p for p in pages if p.get("type") == "page")
 ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=10)
 ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
-                    "params": {"expression": "JSON.stringify({l: window.earshotLatencies, c: document.querySelectorAll('.fleet-line[data-connection=connected]').length})",
+                    "params": {"expression": "JSON.stringify({l: window.earshotLatencies, m: window.earshotCueChanges, v: document.querySelectorAll('section.box').length, c: document.querySelectorAll('.fleet-line[data-connection=connected]').length})",
                                "returnByValue": True}}))
 while True:
     reply = json.loads(ws.recv())
     if reply.get("id") == 1: break
 value = json.loads(reply["result"]["result"]["value"])
 lat = sorted(value["l"])
-def pct(p): return lat[min(len(lat) - 1, int(p / 100 * len(lat)))] if lat else float("nan")
+def pct(values, p): return values[min(len(values) - 1, int(p / 100 * len(values)))] if values else float("nan")
+# Each STARTED published once the views were open (and early enough to be drawn before the end),
+# against the first time the page drew that cue's mark started after it and before the cue's next
+# STARTED (the programme loops): none in between is a mark not drawn.
+changes = [c for c in value["m"] if c["status"] == "started"]
+started = [json.loads(line) for line in open("started.jsonl")]
+last_change = max((c["atMs"] for c in value["m"]), default=0)
+cue_lat, undrawn = [], 0
+for s in started:
+    if s["atMs"] <= int(live_ms) or s["atMs"] > last_change - 2000: continue
+    following = [x["atMs"] for x in started if x["box"] == s["box"] and x["cue"] == s["cue"] and x["atMs"] > s["atMs"]]
+    until = min(following, default=float("inf"))
+    drawn = [c["atMs"] for c in changes if c["box"] == s["box"] and c["cue"] == s["cue"] and s["atMs"] <= c["atMs"] < until]
+    if drawn: cue_lat.append(min(drawn) - s["atMs"])
+    else: undrawn += 1
+cue_lat.sort()
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 print("## Dashboard: following a fleet\n")
 print(f"_Run {now}, `benchmarks/dashboard.sh --boxes {boxes} --seconds {seconds}` on {commit} (release builds)._\n")
-print(f"{boxes} earshotd on loopback (CURVE on), each playing the demo's episode 2 with a cue every 4 s; one `earshot remote dashboard --servers-file` following them all; headless Chromium showing the page. "
-      f"Latency is from the daemon's publishing of an event (its envelope's time) to the page's DOM holding the report that carries it, for every report the page drew; all on one machine and clock.\n")
+print(f"{boxes} earshotd on loopback (CURVE on), each playing the demo's episode 2 with a cue every 4 s; one `earshot remote dashboard --servers-file` following them all; headless Chromium showing the page with every box's view open. "
+      f"Event latency is from the daemon's publishing of an event (its envelope's time) to the page's DOM holding the report that carries it, for every report the page drew. "
+      f"Cue latency is from each STARTED event's publishing (as the Python client heard it from the box) to the page drawing that cue's mark started; all on one machine and clock.\n")
 print("| measure | value | target |")
 print("|---|---|---|")
-print(f"| boxes shown connected | {value['c']} of {boxes} | all |")
+print(f"| boxes shown connected, views open | {value['c']} of {boxes}, {value['v']} | all |")
 print(f"| events drawn | {len(lat)} | |")
-print(f"| event to DOM p50 / p95 / max (ms) | {pct(50)} / {pct(95)} / {lat[-1] if lat else 'n/a'} | p95 ≤ 100 ms {'PASS' if lat and pct(95) <= 100 else '**FAIL**'} |")
+print(f"| event to DOM p50 / p95 / max (ms) | {pct(lat, 50)} / {pct(lat, 95)} / {lat[-1] if lat else 'n/a'} | p95 ≤ 100 ms {'PASS' if lat and pct(lat, 95) <= 100 else '**FAIL**'} |")
+print(f"| cue STARTED to mark drawn started: cues, p50 / p95 / max (ms) | {len(cue_lat)} drawn, {undrawn} not; {pct(cue_lat, 50)} / {pct(cue_lat, 95)} / {cue_lat[-1] if cue_lat else 'n/a'} | each ≤ 1,000 ms {'PASS' if cue_lat and not undrawn and cue_lat[-1] <= 1000 else '**FAIL**'} |")
 print(f"| dashboard RSS now / peak (MiB) | {int(rss) / 1024:.1f} / {int(hwm) / 1024:.1f} | |")
 print(f"| dashboard CPU over the run | {int(ticks) / int(hz):.1f} s in {seconds} s | |")
 PY

@@ -1,6 +1,7 @@
 /// The dashboard's page: plain HTML, CSS and JavaScript served from the binary; it loads nothing
-/// else. It takes `/state.json` once, then every report the WebSocket `/socket` pushes, and
-/// moves each programme's cursor between reports at the box's measured rate. For tests and
+/// else. It takes `/state.json` once, then every report the WebSocket `/socket` pushes (drawing
+/// the newest once per frame), and moves each programme's cursor between reports at the box's
+/// measured rate. For tests and
 /// benchmarks it keeps `window.earshotLatencies` (event to screen, ms) and
 /// `window.earshotCueChanges` (each cue status drawn: the one before, none when first drawn, and
 /// the time it was drawn).
@@ -47,7 +48,7 @@ enum DashboardPage {
 "use strict";
 const token = new URLSearchParams(location.search).get("token");
 const q = token ? "?token=" + encodeURIComponent(token) : "";
-let report = { boxes: [], madeAtMs: Date.now() }, receivedAt = Date.now(), open = new Set();
+let report = { boxes: [], madeAtMs: 0 }, receivedAt = Date.now(), open = new Set();
 
 function esc(text) { return String(text).replace(/[&<>"']/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c])); }
 function clock(s) { if (s == null) return "–"; s = Math.max(0, s); const m = Math.floor(s / 60), r = (s % 60).toFixed(1).padStart(4, "0"); return m + ":" + r; }
@@ -138,10 +139,22 @@ function cueStatuses(r) {
   for (const b of r.boxes) for (const c of (b.programme ? b.programme.cues : [])) statuses.set(b.name + "\n" + c.id, c.status);
   return statuses;
 }
+// Each report holds everything, so only the newest is drawn, once per frame: a page that cannot
+// keep up with a busy fleet skips reports instead of falling behind.
+let pending = null;
 function take(next) {
-  if (!next || !Array.isArray(next.boxes)) return;
+  // (The first report, from /state.json, may be older than one the socket brought.)
+  if (!next || !Array.isArray(next.boxes) || next.madeAtMs < (pending ? pending.report : report).madeAtMs) return;
+  const first = pending == null;
+  pending = { report: next, at: Date.now() };
+  if (first) document.hidden ? setTimeout(draw, 0) : requestAnimationFrame(draw);
+}
+function draw() {
+  const next = pending;
+  pending = null;
+  if (!next) return;
   const seen = new Map(report.boxes.map(b => [b.name, b.lastEventAtMs])), shown = cueStatuses(report);
-  report = next; receivedAt = Date.now(); render();
+  report = next.report; receivedAt = next.at; render();
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   const drawn = Date.now();
   for (const [key, status] of cueStatuses(report)) {
@@ -151,7 +164,8 @@ function take(next) {
     }
   }
   for (const b of report.boxes) {
-    if (b.lastEventAtMs != null && seen.has(b.name) && seen.get(b.name) !== b.lastEventAtMs && window.earshotLatencies.length < 100000) {
+    // Not a box's first event after a snapshot, which waited for that snapshot to be taken.
+    if (b.lastEventAtMs != null && seen.get(b.name) != null && seen.get(b.name) !== b.lastEventAtMs && window.earshotLatencies.length < 100000) {
       window.earshotLatencies.push(drawn - b.lastEventAtMs);
     }
   }

@@ -11,6 +11,10 @@ public final class DashboardServer: Sendable {
     private let report: @Sendable () -> DashboardReport
     private let sockets = Locked<[Int: AsyncStream<WSMessage>.Continuation]>([:])
     private let nextSocket = Locked(0)
+    /// Held while a report is made and handed to the pages, so that every page gets the reports
+    /// in the order they were made: an older one arriving last would show an older state until
+    /// the next change.
+    private let pushing = Locked(())
 
     /// Whether requests must name this computer (a loopback address or localhost) as their
     /// Host: true on a loopback address, where another site's page must not reach it by a
@@ -61,8 +65,10 @@ public final class DashboardServer: Sendable {
 
     /// Sends the current report to every open page.
     public func push() {
-        let text = String(decoding: json(), as: UTF8.self)
-        for continuation in sockets.withLock({ Array($0.values) }) { continuation.yield(.text(text)) }
+        pushing.withLock { _ in
+            let text = String(decoding: json(), as: UTF8.self)
+            for continuation in sockets.withLock({ Array($0.values) }) { continuation.yield(.text(text)) }
+        }
     }
 
     /// Pages connected now.
