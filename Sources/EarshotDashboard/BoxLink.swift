@@ -46,6 +46,15 @@ public final class BoxLink: Sendable {
         /// The view when the box stopped answering, and when an event last came (ms since the epoch).
         var lastKnown: BoxView?
         var lastHeardAtMs: Int64?
+        /// The last (arrival here − publishing there) of the box's events and snapshots, in ms:
+        /// their least is how far the box's clock is behind this one's, plus the quickest delivery.
+        var clockSamples: [Int64] = []
+
+        mutating func sampleClock(boxMs: Int64, hereMs: Int64) {
+            guard boxMs > 0 else { return }
+            clockSamples.append(hereMs - boxMs)
+            if clockSamples.count > 32 { clockSamples.removeFirst() }
+        }
         var subscriber: EventSubscriber?
         var events: Task<Void, Never>?
         var stopped = false
@@ -99,7 +108,8 @@ public final class BoxLink: Sendable {
             let view = l.follower.state ?? l.lastKnown
             return BoxReport(name: target.name, server: target.rpc, connection: l.connection, problem: l.problem, view: view,
                              epoch: l.follower.state == nil ? view?.session.snapshot.epoch ?? 0 : l.follower.epoch, schedule: l.schedule,
-                             catalogs: l.catalogs, lastHeardAtMs: l.follower.state == nil ? l.lastHeardAtMs : nil)
+                             catalogs: l.catalogs, lastHeardAtMs: l.follower.state == nil ? l.lastHeardAtMs : nil,
+                             clockOffsetMs: l.clockSamples.min() ?? 0)
         }
     }
 
@@ -111,8 +121,10 @@ public final class BoxLink: Sendable {
             await resync()
             for await event in subscriber.events {
                 let outcome = link.withLock { l in
+                    let now = Self.nowMs()
+                    l.sampleClock(boxMs: event.tsUnixMs, hereMs: now)
                     // Only while followed: a box shown as last heard stays as it was then.
-                    if l.follower.state != nil { l.lastHeardAtMs = Self.nowMs() }
+                    if l.follower.state != nil { l.lastHeardAtMs = now }
                     return l.follower.apply(event)
                 }
                 if outcome == .needsSnapshot {
@@ -144,6 +156,7 @@ public final class BoxLink: Sendable {
                 $0.problem = nil
                 $0.lastKnown = nil
                 $0.lastHeardAtMs = Self.nowMs()
+                $0.sampleClock(boxMs: snapshot.takenAtUnixMs, hereMs: Self.nowMs())
             }
             afterChange()
             return true

@@ -20,8 +20,9 @@ public struct BoxReport: Codable, Sendable, Equatable {
         public var catalog: String
         public var catalogVersion: UInt64
         public var referenceIndex: UInt32
-        /// The reference's position (seconds) at `positionAtMs`, moving at `rate` seconds per second
-        /// unless `moving` is false (a box not heard now: where it was when last heard).
+        /// The reference's position (seconds) at `positionAtMs` (the dashboard's clock), moving at
+        /// `rate` seconds per second unless `moving` is false (a box not heard now: where it was
+        /// when last heard).
         public var position: Double
         public var positionAtMs: Int64
         public var rate: Double
@@ -104,16 +105,20 @@ public struct BoxReport: Codable, Sendable, Equatable {
     public var stale: Bool
     public var lastHeardAtMs: Int64?
     public var epoch: UInt64
-    /// When the daemon published the last event the report reflects (ms since the epoch): the
-    /// page measures from it how long an event takes to reach the screen.
+    /// When the daemon published the last event the report reflects (ms since the epoch, by the
+    /// box's clock): the benchmark, with box and browser on one machine, measures from it how
+    /// long an event takes to reach the screen.
     public var lastEventAtMs: Int64?
 
     /// The report of a box whose state is `view` (nil before the first snapshot), with the cue
     /// schedule of its programme when known: the last schedule event's, else `schedule` (read
-    /// over RPC). `lastHeardAtMs` given: `view` is the last known, as at that moment. Numbers that
-    /// are not finite (which JSON cannot carry) become 0 or nil.
+    /// over RPC). `lastHeardAtMs` given: `view` is the last known, as at that moment.
+    /// `clockOffsetMs` is how far the box's clock is behind the dashboard's: the programme's
+    /// position is given at a time on the dashboard's clock, as the page moves it on from the
+    /// report's. Numbers that are not finite (which JSON cannot carry) become 0 or nil.
     public init(name: String, server: String, connection: Connection, problem: String?, view: BoxView?, epoch: UInt64,
-                schedule: Earshot_V1_CueSchedule?, catalogs: [Earshot_V1_CatalogSummary]? = nil, lastHeardAtMs: Int64? = nil) {
+                schedule: Earshot_V1_CueSchedule?, catalogs: [Earshot_V1_CatalogSummary]? = nil, lastHeardAtMs: Int64? = nil,
+                clockOffsetMs: Int64 = 0) {
         self.name = name
         self.server = server
         self.connection = connection
@@ -163,7 +168,7 @@ public struct BoxReport: Codable, Sendable, Equatable {
                 cues[j].status = crossed.status.rawValue
             }
         }
-        var position = finite(m.predictedCurrentMatchOffset), positionAtMs = s.takenAtUnixMs
+        var position = finite(m.predictedCurrentMatchOffset), positionAtMs = s.takenAtUnixMs + clockOffsetMs
         let rate = m.timeSkew.isFinite ? 1 + m.timeSkew : 1
         if stale, let heard = self.lastHeardAtMs {
             // Where it was when last heard, standing still.
@@ -186,6 +191,9 @@ public struct DashboardReport: Codable, Sendable, Equatable {
     public var boxes: [BoxReport]
     /// When the report was made (ms since the epoch), so the page can move cursors from it.
     public var madeAtMs: Int64
+    /// Counts up with each report the server makes, so a page keeps the newest whatever the
+    /// clocks do.
+    public var seq: UInt64 = 0
 
     public init(boxes: [BoxReport], madeAtMs: Int64) {
         self.boxes = boxes

@@ -47,12 +47,12 @@ public struct BoxView: FollowedState, Equatable {
     /// The programme's cue schedule as the last `cue/` schedule event gave it (cues set or
     /// cleared while the box runs); nil until one comes.
     public var schedule: Earshot_V1_CueSchedule?
-    /// The reference last matched, kept through a match lost for a moment.
-    var lastHeard: Heard?
+    /// The programme the cue marks are of: the one the last cue event named.
+    var marksFor: Programme?
 
     public init(snapshot: Earshot_V1_SessionSnapshot) {
         session = SessionView(snapshot: snapshot)
-        lastHeard = Heard(snapshot)
+        marksFor = Programme(snapshot.cues.programme)
     }
 
     public mutating func apply(_ event: Earshot_V1_EventEnvelope) {
@@ -66,17 +66,20 @@ public struct BoxView: FollowedState, Equatable {
                 if matches.count > Self.matchesKept { matches.removeFirst() }
             }
         case .cue(let cue):
+            // Marks are of the programme the cue monitor names: a cue event of another one (a
+            // channel change) starts them afresh. Matches do not decide it, as they may come
+            // after the new programme's first cue events, or be a client's own Match of another
+            // reference.
+            let programme = Programme(cue.kind == .state ? cue.state.programme : cue.programme)
+            if programme != marksFor {
+                clearMarks()
+                marksFor = programme
+            }
             apply(cue)
         default:
             break
         }
-        // Another programme (the cue monitor's, or a match of another reference: a channel
-        // change, even with no match between the two) makes the marks another programme's.
         if Programme(session.snapshot.cues.programme) != before { clearMarks() }
-        if let now = Heard(session.snapshot) {
-            if let last = lastHeard, last != now { clearMarks() }
-            lastHeard = now
-        }
     }
 
     private mutating func clearMarks() {
@@ -112,16 +115,6 @@ public struct BoxView: FollowedState, Equatable {
         }
     }
 
-    /// The reference the box's current match is of, nil without one.
-    struct Heard: Equatable {
-        let catalog: String, reference: UInt32
-        init?(_ s: Earshot_V1_SessionSnapshot) {
-            guard s.hasCurrentMatch else { return nil }
-            catalog = s.currentMatch.catalog
-            reference = s.currentMatch.referenceIndex
-        }
-    }
-
     /// A programme's identity: catalog, version and reference.
     struct Programme: Equatable {
         let catalog: String, version: UInt64, reference: UInt32
@@ -149,10 +142,10 @@ extension EventFollower where State == BoxView {
             view.session.notServing = old.session.notServing
             view.matches = old.matches
             view.schedule = old.schedule
-            view.lastHeard = view.lastHeard ?? old.lastHeard
             if BoxView.Programme(old.session.snapshot.cues.programme) == BoxView.Programme(snapshot.cues.programme) {
                 view.cueMarks = old.cueMarks
                 view.crossedTogether = old.crossedTogether
+                view.marksFor = old.marksFor
             }
         }
         reset(to: view, epoch: snapshot.epoch, heads: snapshot.topicSeq, now: now)

@@ -53,7 +53,8 @@ let report = { boxes: [], madeAtMs: 0 }, receivedAt = Date.now(), open = new Set
 function esc(text) { return String(text).replace(/[&<>"']/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c])); }
 function clock(s) { if (s == null) return "–"; s = Math.max(0, s); const m = Math.floor(s / 60), r = (s % 60).toFixed(1).padStart(4, "0"); return m + ":" + r; }
 // The position now: the box's at positionAtMs, moved on to when the dashboard made the report
-// (both on the dashboard's side of the network) and from there by this browser's own clock.
+// (both on the dashboard's clock, which it measures the box's against) and from there by this
+// browser's own clock.
 function position(p) { return !p.moving ? p.position : p.position + Math.max(0, (report.madeAtMs - p.positionAtMs + Date.now() - receivedAt) / 1000) * p.rate; }
 function hours(h) { return h >= 1 ? h.toFixed(1) + " h" : (h * 60).toFixed(1) + " min"; }
 function timeOfDay(ms) { return ms == null ? "–" : new Date(ms).toLocaleTimeString(); }
@@ -141,14 +142,20 @@ function cueStatuses(r) {
 }
 // Each report holds everything, so only the newest is drawn, once per frame: a page that cannot
 // keep up with a busy fleet skips reports instead of falling behind.
-let pending = null;
+// Reports are numbered by the dashboard program (from 0 again when it restarts, so on each new
+// socket): one older than the newest taken is dropped.
+let pending = null, newestSeq = -1;
 function take(next) {
-  // (The first report, from /state.json, may be older than one the socket brought.)
-  if (!next || !Array.isArray(next.boxes) || next.madeAtMs < (pending ? pending.report : report).madeAtMs) return;
+  if (!next || !Array.isArray(next.boxes) || next.seq < newestSeq) return;
+  newestSeq = next.seq;
   const first = pending == null;
   pending = { report: next, at: Date.now() };
-  if (first) document.hidden ? setTimeout(draw, 0) : requestAnimationFrame(draw);
+  if (!first) return;
+  if (document.hidden) { setTimeout(draw, 0); return; }
+  requestAnimationFrame(draw);
+  setTimeout(draw, 250);  // where frames stop while the page counts as shown
 }
+document.addEventListener("visibilitychange", () => { if (pending) draw(); });
 function draw() {
   const next = pending;
   pending = null;
@@ -173,7 +180,7 @@ function draw() {
 
 function connect() {
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/socket" + q);
-  ws.onopen = () => { document.getElementById("page-status").textContent = "live"; };
+  ws.onopen = () => { newestSeq = -1; document.getElementById("page-status").textContent = "live"; };
   ws.onmessage = e => take(JSON.parse(e.data));
   ws.onclose = () => { document.getElementById("page-status").textContent = "the dashboard program is gone; retrying…"; setTimeout(connect, 1000); };
 }

@@ -12,9 +12,9 @@ public final class DashboardServer: Sendable {
     private let sockets = Locked<[Int: AsyncStream<WSMessage>.Continuation]>([:])
     private let nextSocket = Locked(0)
     /// Held while a report is made and handed to the pages, so that every page gets the reports
-    /// in the order they were made: an older one arriving last would show an older state until
-    /// the next change.
-    private let pushing = Locked(())
+    /// in the order they were made (an older one arriving last would show an older state until
+    /// the next change); it holds the reports' sequence number.
+    private let pushing = Locked<UInt64>(0)
 
     /// Whether requests must name this computer (a loopback address or localhost) as their
     /// Host: true on a loopback address, where another site's page must not reach it by a
@@ -65,20 +65,27 @@ public final class DashboardServer: Sendable {
 
     /// Sends the current report to every open page.
     public func push() {
-        pushing.withLock { _ in
-            let text = String(decoding: json(), as: UTF8.self)
-            for continuation in sockets.withLock({ Array($0.values) }) { continuation.yield(.text(text)) }
+        pushing.withLock { seq in
+            let pages = sockets.withLock { Array($0.values) }
+            guard !pages.isEmpty else { return }
+            seq += 1
+            let text = String(decoding: json(seq: seq), as: UTF8.self)
+            for continuation in pages { continuation.yield(.text(text)) }
         }
     }
 
     /// Pages connected now.
     public var connectedPages: Int { sockets.withLock { $0.count } }
 
-    private func json() -> Data {
+    /// The report now as JSON, numbered `seq` (pushes), or with the number of the last push
+    /// (`/state.json`).
+    private func json(seq: UInt64? = nil) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "0", negativeInfinity: "0", nan: "0")
-        return (try? encoder.encode(report())) ?? Data("{}".utf8)
+        var made = report()
+        made.seq = seq ?? pushing.withLock { $0 }
+        return (try? encoder.encode(made)) ?? Data("{}".utf8)
     }
 
     /// The request names this computer (on loopback), comes from the dashboard's own page when
@@ -114,8 +121,12 @@ public final class DashboardServer: Sendable {
                 n += 1
                 return n
             }
-            server.sockets.withLock { $0[id] = continuation }
-            continuation.yield(.text(String(decoding: server.json(), as: UTF8.self)))
+            // Registered and sent its first report in turn with the pushes: nothing older follows it.
+            server.pushing.withLock { seq in
+                server.sockets.withLock { $0[id] = continuation }
+                seq += 1
+                continuation.yield(.text(String(decoding: server.json(seq: seq), as: UTF8.self)))
+            }
             let sockets = server.sockets
             Task {
                 for await _ in client {}

@@ -26,14 +26,18 @@ struct BoxViewTests {
         return s
     }
 
+    /// A cue event of the programme playing reference `reference` of catalog "show" v3.
     private func cueEvent(_ kind: Earshot_V1_CueEvent.Kind, _ id: String, seq: UInt64, epoch: UInt64, lateness: Double = 0,
-                          owed: Bool = false) -> Earshot_V1_EventEnvelope {
+                          owed: Bool = false, reference: UInt32 = 1) -> Earshot_V1_EventEnvelope {
         var e = Earshot_V1_EventEnvelope()
         e.topic = Topics.cue
         e.seq = seq
         e.epoch = epoch
         var cue = Earshot_V1_CueEvent()
         cue.kind = kind
+        cue.programme.catalog = "show"
+        cue.programme.catalogVersion = 3
+        cue.programme.referenceIndex = reference
         cue.cue.id = id
         cue.latenessSeconds = lateness
         cue.owed = owed
@@ -153,32 +157,37 @@ struct BoxViewTests {
         return e
     }
 
-    @Test func aChannelChangeDrawsTheNewProgrammeWithoutTheOldOnesMarks() throws {
+    @Test func aChannelChangeDrawsTheNewProgrammeWithItsOwnMarksOnly() throws {
         var follower = BoxFollower()
         follower.reset(with: snapshot(epoch: 7))
         _ = follower.apply(cueEvent(.started, "a", seq: 1, epoch: 7))
-        // The same reference again keeps the marks; a match lost for a moment too.
-        _ = follower.apply(matchEvent(reference: 1, position: 21, seq: 1, epoch: 7, at: 1_001_000))
+        // Matches do not decide whose marks they are: a match lost for a moment, or a client's
+        // own Match of another reference, keeps them.
         var lost = Earshot_V1_EventEnvelope()
         lost.topic = Topics.match
-        lost.seq = 2
+        lost.seq = 1
         lost.epoch = 7
         lost.match.outcome = .noMatch
         _ = follower.apply(lost)
+        _ = follower.apply(matchEvent(reference: 2, position: 5, seq: 2, epoch: 7, at: 1_002_000))
         _ = follower.apply(matchEvent(reference: 1, position: 23, seq: 3, epoch: 7, at: 1_003_000))
         #expect(follower.state?.cueMarks["a"]?.status == .started)
-        // Another reference, after a moment of no match: the channel changed.
-        lost.seq = 4
-        _ = follower.apply(lost)
-        #expect(follower.state?.cueMarks["a"]?.status == .started)
-        #expect(follower.apply(matchEvent(reference: 2, position: 12, seq: 5, epoch: 7, at: 1_004_000)) == .applied)
-        #expect(follower.state?.cueMarks.isEmpty == true)
+        // The channel changes: the new programme's cue events come first (its schedule, a cue
+        // joined inside), then the match. The old marks go; the new one stays.
+        _ = follower.apply(cueEvent(.schedule, "", seq: 2, epoch: 7, reference: 2))
+        _ = follower.apply(cueEvent(.started, "b", seq: 3, epoch: 7, lateness: 1.5, owed: true, reference: 2))
+        #expect(follower.apply(matchEvent(reference: 2, position: 32, seq: 4, epoch: 7, at: 1_004_000)) == .applied)
+        #expect(follower.state?.cueMarks["a"] == nil)
+        #expect(follower.state?.cueMarks["b"]?.status == .started)
+        // A cue event of another programme with no schedule event before it clears them too.
+        _ = follower.apply(cueEvent(.started, "c", seq: 4, epoch: 7, reference: 1))
+        #expect(follower.state?.cueMarks.keys.sorted() == ["c"])
         let report = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
                                schedule: schedule(reference: 1))
         let programme = try #require(report.programme)
-        #expect(programme.title == "Piece 2" && programme.referenceIndex == 2 && programme.position == 12)
+        #expect(programme.title == "Piece 2" && programme.referenceIndex == 2 && programme.position == 32)
         #expect(programme.positionAtMs == 1_004_000)
-        #expect(programme.cues.isEmpty, "the first programme's cues are not drawn on the second")
+        #expect(programme.cues.isEmpty, "the first programme's schedule is not drawn on the second")
     }
 
     @Test func aSeekMovesTheCursorAndMarksTheCuesAfresh() throws {
@@ -256,6 +265,10 @@ struct BoxViewTests {
         #expect(programme.title == "Piece 1" && !programme.moving && programme.positionAtMs == 1_002_000)
         #expect(abs(programme.rate - 1.04) < 1e-12, "the measured speed is still shown")
         #expect(abs(programme.position - (20 + 2 * 1.04)) < 1e-9, "\(programme.position)")
+        // A box whose clock is 5 s behind the dashboard's: its position is given on the dashboard's.
+        let behind = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
+                               schedule: nil, clockOffsetMs: 5_000)
+        #expect(behind.programme?.positionAtMs == 1_005_000 && behind.programme?.position == 20)
         let followed = BoxReport(name: "b", server: "s", connection: .connected, problem: nil, view: follower.state, epoch: 7,
                                  schedule: nil)
         #expect(!followed.stale && followed.lastHeardAtMs == nil && followed.programme?.moving == true)
