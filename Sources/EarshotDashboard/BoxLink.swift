@@ -151,6 +151,8 @@ public final class BoxLink: Sendable {
         do throws(RpcError) {
             let snapshot = try await client.call(Methods.Session.getSnapshot, Earshot_V1_GetSnapshotRequest())
             link.withLock {
+                // Another daemon start may run on a clock set since: measured afresh.
+                if $0.follower.epoch != snapshot.epoch { $0.clockSamples = [] }
                 $0.follower.reset(with: snapshot)
                 $0.connection = .connected
                 $0.problem = nil

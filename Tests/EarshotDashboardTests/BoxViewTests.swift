@@ -51,14 +51,16 @@ struct BoxViewTests {
         s.programme.catalogVersion = 3
         s.programme.referenceIndex = reference
         s.referenceDuration = 60
-        s.cues = ["a": 14.0, "b": 30].sorted { $0.value < $1.value }.map { id, start in
-            var c = Earshot_V1_Cue()
-            c.id = id
-            c.start = start
-            c.duration = 3
-            return c
-        }
+        s.cues = [cue("a", at: 14, lasting: 3), cue("b", at: 30, lasting: 3)]
         return s
+    }
+
+    private func cue(_ id: String, at start: Double, lasting duration: Double) -> Earshot_V1_Cue {
+        var c = Earshot_V1_Cue()
+        c.id = id
+        c.start = start
+        c.duration = duration
+        return c
     }
 
     @Test func cueEventsMarkTheScheduleAndAReportCarriesThem() throws {
@@ -206,13 +208,7 @@ struct BoxViewTests {
     /// `count` cues c0, c1, … a second apart from 10 s, half a second long.
     private func denseSchedule(_ count: Int) -> Earshot_V1_CueSchedule {
         var dense = schedule()
-        dense.cues = (0..<count).map { i in
-            var c = Earshot_V1_Cue()
-            c.id = "c\(i)"
-            c.start = 10 + Double(i)
-            c.duration = 0.5
-            return c
-        }
+        dense.cues = (0..<count).map { cue("c\($0)", at: 10 + Double($0), lasting: 0.5) }
         return dense
     }
 
